@@ -1,0 +1,47 @@
+# plybot — `make` lists the targets.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.DEFAULT_GOAL := help
+.PHONY: help venv up test test-fast bench loadtest lint format clean
+
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+venv: $(STAMP) ## create or refresh .venv with plybot installed
+
+up: $(STAMP) ## run the whole service (Redis, API on :8000, workers)
+	$(BIN)/plybot up
+
+test: $(STAMP) ## run the whole test suite
+	$(BIN)/python -m pytest
+
+test-fast: $(STAMP) ## the suite without slow, service and browser tests
+	$(BIN)/python -m pytest -m "not slow and not service and not browser"
+
+bench: $(STAMP) ## all six Connect Four benchmark sets (Test_L1_R3: first 100)
+	$(BIN)/plybot bench --all
+
+loadtest: $(STAMP) ## throughput and latency of the service, 1 vs 2 workers
+	$(BIN)/plybot loadtest
+
+lint: $(STAMP) ## ruff check, ruff format --check, mypy on engine/ and worker/
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+format: $(STAMP) ## apply ruff's fixes and formatting
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+clean: ## remove the venv and caches
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,54 @@
+"""Run the HTTP API (uvicorn): plybot serve [--host H] [--port P] [--workers N]
+
+Needs ``REDIS_URL`` (``plybot up`` sets it and starts the rest of the service).
+Listens on ``PLYBOT_API_HOST``:``PLYBOT_API_PORT`` (127.0.0.1:8000) unless told
+otherwise. SIGTERM or Ctrl-C: finish the requests in hand, then exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str]) -> int:
+    from worker.settings import get_settings
+
+    settings = get_settings()
+    parser = argparse.ArgumentParser(prog="plybot serve", description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default=settings.api_host, help="address to listen on")
+    parser.add_argument("--port", type=int, default=settings.api_port, help="port to listen on")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="API processes (uvicorn workers; default 1)"
+    )
+    parser.add_argument(
+        "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
+    )
+    args = parser.parse_args(argv)
+    if not settings.redis_url:
+        print(
+            "plybot serve: REDIS_URL is not set (run `plybot up`, or point REDIS_URL at a Redis)",
+            file=sys.stderr,
+        )
+        return 2
+    if not 0 < args.port < 65536:
+        print(f"plybot serve: --port {args.port} is outside 1..65535", file=sys.stderr)
+        return 2
+    if args.workers < 1:
+        print(f"plybot serve: --workers {args.workers} must be at least 1", file=sys.stderr)
+        return 2
+
+    import uvicorn
+
+    uvicorn.run(
+        "api.main:create_app",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        log_level=args.log_level,
+        # The body limit and timeouts are the app's; keep idle connections short.
+        timeout_keep_alive=5,
+        timeout_graceful_shutdown=10,
+    )
+    return 0

@@ -1,0 +1,306 @@
+// The board: one component for both games, drawn from a Position.
+//
+// Connect Four: a grid of cells (role=grid, for screen readers) under a row of
+// column buttons (the controls: click, Tab, arrows, Enter), over a row of score
+// chips. Tic-tac-toe: a grid whose cells hold the buttons (and the scores).
+// Clicking anywhere in a Connect Four column plays it too.
+
+import { describeScore } from "./rules.js";
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = value;
+    else node.setAttribute(key, value === true ? "" : value);
+  }
+  node.append(...children);
+  return node;
+}
+
+export class Board {
+  /**
+   * @param {HTMLElement} root  where the board goes
+   * @param {{name: string, onMove: (move: number) => void}} options
+   *   name: used in labels ("Analysis board"); onMove: a move the person chose
+   */
+  constructor(root, { name, onMove }) {
+    this.root = root;
+    this.name = name;
+    this.onMove = onMove;
+    this.game = null;
+    this.shown = null; // the last position drawn, to animate the newest stone
+  }
+
+  /** Build the DOM for `game` (once per game; update() then only changes it). */
+  setGame(game) {
+    if (this.game === game) return;
+    this.game = game;
+    this.shown = null;
+    this.cursor = null; // index of the button that takes the focus on Tab
+    const { width, height } = game;
+    this.root.replaceChildren();
+    const board = el("div", {
+      class: `board board-${game.kind}`,
+      style: `--cols:${width};--rows:${height}`,
+    });
+    this.cells = [];
+    this.buttons = [];
+    this.chips = [];
+
+    if (game.kind === "columns") {
+      const drops = el("div", { class: "drops", role: "toolbar", "aria-label": "Columns: play one (arrows move, Enter plays)" });
+      for (let c = 0; c < width; c++) {
+        const button = el("button", { type: "button", class: "drop", "data-move": c });
+        button.append(el("span", { class: "drop-num", "aria-hidden": "true", text: String(c + 1) }));
+        drops.append(button);
+        this.buttons.push(button);
+      }
+      const frame = el("div", { class: "frame" });
+      const grid = el("div", {
+        class: "grid",
+        role: "grid",
+        "aria-label": `${this.name}: ${game.title}, ${width} columns by ${height} rows`,
+        "aria-readonly": "true",
+      });
+      for (let r = 0; r < height; r++) {
+        const row = el("div", { role: "row", class: "row" });
+        for (let c = 0; c < width; c++) {
+          const cell = el(
+            "div",
+            { role: "gridcell", class: "cell", "data-move": c },
+            el("span", { class: "disc", "aria-hidden": "true" }),
+          );
+          row.append(cell);
+          this.cells.push(cell);
+        }
+        grid.append(row);
+      }
+      frame.append(grid);
+      const scores = el("div", { class: "scores", role: "list", "aria-label": "Column scores" });
+      for (let c = 0; c < width; c++) {
+        const chip = el("div", { class: "chip", role: "listitem", "data-move": c });
+        scores.append(chip);
+        this.chips.push(chip);
+      }
+      board.append(drops, frame, scores);
+      grid.addEventListener("click", (e) => this.clicked(e));
+      grid.addEventListener("pointerover", (e) => this.hover(e));
+      grid.addEventListener("pointerleave", () => this.hover(null));
+      drops.addEventListener("pointerover", (e) => this.hover(e));
+      drops.addEventListener("pointerleave", () => this.hover(null));
+      drops.addEventListener("focusin", (e) => this.hover(e));
+      drops.addEventListener("focusout", () => this.hover(null));
+      drops.addEventListener("click", (e) => this.clicked(e));
+      drops.addEventListener("keydown", (e) => this.arrows(e, 1));
+      drops.addEventListener("focusin", () => this.rove());
+    } else {
+      const grid = el("div", {
+        class: "grid frame",
+        role: "grid",
+        "aria-label": `${this.name}: ${game.title}`,
+      });
+      for (let r = 0; r < height; r++) {
+        const row = el("div", { role: "row", class: "row" });
+        for (let c = 0; c < width; c++) {
+          const index = r * width + c;
+          const button = el(
+            "button",
+            { type: "button", class: "cellbtn", "data-move": index },
+            el("span", { class: "mark", "aria-hidden": "true" }),
+            el("span", { class: "chip", "aria-hidden": "true" }),
+          );
+          const cell = el("div", { role: "gridcell", class: "cell" }, button);
+          row.append(cell);
+          this.cells.push(cell);
+          this.buttons.push(button);
+          this.chips.push(button.querySelector(".chip"));
+        }
+        grid.append(row);
+      }
+      board.append(grid);
+      grid.addEventListener("click", (e) => this.clicked(e));
+      grid.addEventListener("keydown", (e) => this.arrows(e, width));
+      grid.addEventListener("focusin", () => this.rove());
+    }
+    this.root.append(board);
+    this.board = board;
+  }
+
+  clicked(event) {
+    const target = event.target.closest("[data-move]");
+    if (!target || !this.position) return;
+    const move = Number(target.dataset.move);
+    if (this.disabled || !this.position.canPlay(move)) return;
+    this.onMove(move);
+  }
+
+  hover(event) {
+    const target = event && event.target.closest && event.target.closest("[data-move]");
+    const move = target ? Number(target.dataset.move) : -1;
+    this.board.dataset.hover = move;
+    const position = this.position;
+    const ghost = position && !this.disabled && move >= 0 ? position.target(move) : -1;
+    this.cells.forEach((cell, i) => {
+      cell.classList.toggle("hover", move >= 0 && i % this.game.width === move);
+      cell.classList.toggle("ghost", i === ghost);
+    });
+  }
+
+  /**
+   * Arrow keys move the focus between the playable buttons (`stride` = buttons per
+   * row), so the board is a single stop in the Tab order (a "roving" tabindex).
+   */
+  arrows(event, stride) {
+    const steps = { ArrowLeft: -1, ArrowRight: 1, ArrowUp: -stride, ArrowDown: stride };
+    if (!(event.key in steps) || (stride === 1 && Math.abs(steps[event.key]) !== 1)) return;
+    let index = this.buttons.indexOf(document.activeElement);
+    if (index < 0) return;
+    event.preventDefault();
+    const step = steps[event.key];
+    for (index += step; index >= 0 && index < this.buttons.length; index += step) {
+      if (!this.buttons[index].disabled) {
+        this.buttons[index].focus();
+        return;
+      }
+    }
+  }
+
+  /** Keep exactly one enabled button in the Tab order: the cursor, or the nearest one. */
+  rove() {
+    const enabled = this.buttons.filter((b) => !b.disabled);
+    const focused = this.buttons.indexOf(document.activeElement);
+    if (focused >= 0) this.cursor = focused;
+    const centre = Math.floor(this.buttons.length / 2);
+    const wanted = this.cursor ?? centre;
+    let best = null;
+    for (const button of enabled) {
+      const i = this.buttons.indexOf(button);
+      if (best === null || Math.abs(i - wanted) < Math.abs(this.buttons.indexOf(best) - wanted)) {
+        best = button;
+      }
+    }
+    for (const button of this.buttons) button.tabIndex = button === best ? 0 : -1;
+  }
+
+  focusMove(move) {
+    this.buttons[move]?.focus();
+  }
+
+  /**
+   * Draw `position`.
+   * options: disabled (no moves accepted),
+   * scores ({move: score} from the side to move; null hides the chips),
+   * exact (scores are game results), best (moves scoring best), pending (chips
+   * show that a search is on).
+   */
+  update(position, options = {}) {
+    const { disabled = false, scores = null, exact = true, best = [], pending = false } =
+      options;
+    const game = this.game;
+    const previous = this.shown;
+    this.position = position;
+    this.disabled = disabled || position.over;
+    this.board.classList.toggle("disabled", this.disabled);
+    this.board.classList.toggle("over", position.over);
+    this.board.dataset.turn = position.sideToMove;
+    const newest =
+      previous && position.ply === previous.ply + 1 &&
+      previous.moves.every((m, i) => m === position.moves[i])
+        ? position.moves.length - 1
+        : -1;
+    const lastCell = position.ply ? this.cellOf(position, position.ply - 1) : -1;
+    const winning = new Set(position.winLine || []);
+    const { width, height } = game;
+
+    this.cells.forEach((cell, i) => {
+      const who = position.cells[i];
+      const disc = game.kind === "columns" ? cell.firstChild : cell.querySelector(".mark");
+      disc.className = `${game.kind === "columns" ? "disc" : "mark"}${who === null ? "" : ` p${who}`}`;
+      if (game.kind === "cells") disc.textContent = who === null ? "" : game.sides[who];
+      cell.classList.toggle("last", i === lastCell);
+      cell.classList.toggle("win", winning.has(i));
+      cell.classList.remove("ghost");
+      const row = Math.floor(i / width);
+      const col = i % width;
+      const state = who === null ? "empty" : game.sides[who];
+      if (game.kind === "columns") {
+        cell.setAttribute("aria-label", `Column ${col + 1}, row ${height - row}: ${state}`);
+      }
+      if (newest >= 0 && i === lastCell) {
+        disc.style.setProperty("--fall", row + 1);
+        disc.classList.add("falling");
+      }
+    });
+
+    const best_ = new Set(best);
+    this.buttons.forEach((button, move) => {
+      const playable = position.canPlay(move);
+      button.disabled = this.disabled || !playable;
+      const score = scores && move in scores ? scores[move] : null;
+      const meaning = score === null ? null : describeScore(game, position.ply, score, exact);
+      const what = game.kind === "columns" ? `column ${move + 1}` : `cell ${move + 1}`;
+      let label;
+      if (game.kind === "cells" && position.cells[move] !== null) {
+        label = `Cell ${move + 1}: ${game.sides[position.cells[move]]}`;
+      } else if (!playable) {
+        label = `${capital(what)}: ${position.over ? "game over" : "full"}`;
+      } else {
+        label = `Play ${what}`;
+        if (meaning) label += `: ${meaning.text}${best_.has(move) ? " (best)" : ""}`;
+      }
+      button.setAttribute("aria-label", label);
+    });
+
+    this.chips.forEach((chip, move) => {
+      const score = scores && move in scores ? scores[move] : null;
+      const meaning = score === null ? null : describeScore(game, position.ply, score, exact);
+      chip.className = "chip";
+      chip.replaceChildren();
+      if (meaning) chip.dataset.score = score;
+      else delete chip.dataset.score;
+      if (scores === null && !pending) {
+        chip.classList.add("hidden");
+        chip.removeAttribute("title");
+        return;
+      }
+      if (!meaning) {
+        if (pending && position.canPlay(move)) {
+          chip.classList.add("pending");
+          chip.append(el("span", { class: "chip-n", text: "…" }));
+        }
+        if (game.kind === "columns") chip.setAttribute("aria-label", `Column ${move + 1}: no score`);
+        chip.removeAttribute("title");
+        return;
+      }
+      chip.classList.add(meaning.kind);
+      if (best_.has(move)) chip.classList.add("best");
+      if (pending) chip.classList.add("stale");
+      const caption =
+        meaning.kind === "win" ? "win in" : meaning.kind === "loss" ? "loss in" : meaning.kind;
+      chip.append(
+        el("span", { class: "chip-cap", text: caption }),
+        el("span", { class: "chip-n", text: meaning.kind === "draw" ? "=" : meaning.short }),
+      );
+      const label = `${capital(game.kind === "columns" ? "column" : "cell")} ${move + 1}: ${meaning.text} (score ${score})`;
+      chip.title = label;
+      if (game.kind === "columns") chip.setAttribute("aria-label", label);
+    });
+    this.rove();
+    this.shown = position.copy();
+  }
+
+  /** The cell filled by the `index`-th move of `position`. */
+  cellOf(position, index) {
+    const move = position.moves[index];
+    if (this.game.kind === "cells") return move;
+    let row = this.game.height - 1;
+    for (let i = 0; i < index; i++) if (position.moves[i] === move) row--;
+    return row * this.game.width + move;
+  }
+}
+
+function capital(text) {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}

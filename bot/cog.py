@@ -1,0 +1,401 @@
+"""The slash commands and button handlers: a thin layer from Discord to :mod:`bot.service`.
+
+Each handler answers its interaction at once (a reply from Redis alone, bounded
+by :data:`QUICK_S`, or a ``defer``), asks the service, and shows what the
+service returns: a :class:`~bot.service.Notice` ephemerally, an
+:class:`~bot.service.Update` by redrawing the game's message. Work that waits on
+the workers (the bot's moves) runs in background tasks, so the event loop never
+waits on the engine; the sweeper task expires challenges and forfeits idle games.
+
+Messages are edited through ``bot.get_partial_messageable(channel).get_partial_message(id)``,
+not the interaction's webhook (valid for 15 minutes only): a game lasts longer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable
+from typing import Any, Literal, TypeVar
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+from redis.exceptions import RedisError
+
+from bot.challenges import Challenge
+from bot.render import (
+    analysis_embed,
+    challenge_embed,
+    game_embed,
+    help_embed,
+    leaderboard_text,
+    mention,
+    stats_text,
+    title,
+)
+from bot.service import DiscordGames, Notice, Update
+from bot.views import COG_NAME, challenge_view, game_view
+from worker.games import GameSession
+from worker.settings import Settings
+
+log = logging.getLogger(__name__)
+
+#: Longest a handler waits on Redis before its first answer (Discord allows 3 s).
+QUICK_S = 2.0
+
+Level = Literal["easy", "medium", "hard", "perfect"]
+First = Literal["me", "opponent", "random"]
+GameName = Literal["connect4", "tictactoe"]
+
+T = TypeVar("T")
+
+_UNAVAILABLE = Notice("plybot's storage is not answering right now; try again in a moment.")
+
+#: The options /connect4 and /tictactoe share (each adds its own ``position``).
+_PLAY_OPTIONS = {
+    "opponent": "Challenge this member (leave empty to play plybot)",
+    "level": "plybot's strength (default medium)",
+    "first": "Who moves first (default: you)",
+}
+
+
+def draw(table: GameSession | Challenge, closed: str | None = None) -> dict[str, Any]:
+    """The message (embed and buttons) showing ``table``, as keyword arguments for send/edit."""
+    if isinstance(table, Challenge):
+        view = challenge_view(table) if closed is None else None
+        return {"embed": challenge_embed(table, closed), "view": view}
+    return {"embed": game_embed(table), "view": game_view(table)}
+
+
+def _place(table: GameSession | Challenge) -> tuple[str | None, str | None]:
+    """The ids of the channel and the message showing ``table`` (``None`` where unknown)."""
+    if isinstance(table, Challenge):
+        return table.channel_id, table.message_id
+    return table.meta.get("channel"), table.meta.get("message")
+
+
+class Games(commands.Cog, name=COG_NAME):
+    """Connect Four and tic-tac-toe against plybot or each other, /analyze, /stats."""
+
+    def __init__(self, bot: commands.Bot, service: DiscordGames, settings: Settings) -> None:
+        self.bot = bot
+        self.service = service
+        self.settings = settings
+        self._bot_moves: dict[str, asyncio.Task[None]] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._sweeper: asyncio.Task[None] | None = None
+
+    # -- life cycle ------------------------------------------------------------------
+
+    async def cog_load(self) -> None:
+        """Pick up the bot moves that were in flight when the bot stopped; start the sweeper."""
+        for session in await self.service.recover():
+            self.watch_bot_move(session.id)
+        self._sweeper = asyncio.create_task(self._sweep_forever(), name="plybot-sweeper")
+
+    async def cog_unload(self) -> None:
+        tasks = [*self._bot_moves.values(), *self._tasks]
+        if self._sweeper is not None:
+            tasks.append(self._sweeper)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def idle(self) -> None:
+        """Wait until no bot move or message update is in flight (tests, shutdown)."""
+        while pending := [*self._bot_moves.values(), *self._tasks]:
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    # -- slash commands --------------------------------------------------------------
+
+    @app_commands.command(
+        name="connect4", description="Play Connect Four against plybot, or challenge someone."
+    )
+    @app_commands.describe(**_PLAY_OPTIONS, position="Start from these moves, e.g. 4453")
+    @app_commands.guild_only()
+    async def connect4(
+        self,
+        interaction: discord.Interaction[Any],
+        opponent: discord.Member | None = None,
+        level: Level = "medium",
+        first: First = "me",
+        position: app_commands.Range[str, 1, 42] = "",
+    ) -> None:
+        await self._start(interaction, "connect4", opponent, level, first, position)
+
+    @app_commands.command(
+        name="tictactoe", description="Play tic-tac-toe against plybot, or challenge someone."
+    )
+    @app_commands.describe(**_PLAY_OPTIONS, position="Start from these moves (cells 1-9), e.g. 51")
+    @app_commands.guild_only()
+    async def tictactoe(
+        self,
+        interaction: discord.Interaction[Any],
+        opponent: discord.Member | None = None,
+        level: Level = "medium",
+        first: First = "me",
+        position: app_commands.Range[str, 1, 9] = "",
+    ) -> None:
+        await self._start(interaction, "tictactoe", opponent, level, first, position)
+
+    @app_commands.command(
+        name="analyze", description="Every move's score, the best move and its line."
+    )
+    @app_commands.describe(
+        game="The game", position="The moves so far, e.g. 4453 (empty: the start)"
+    )
+    async def analyze(
+        self,
+        interaction: discord.Interaction[Any],
+        game: GameName,
+        position: app_commands.Range[str, 1, 64] = "",
+    ) -> None:
+        request = self.service.analysis_request(game, position)
+        if isinstance(request, Notice):
+            await interaction.response.send_message(request.text, ephemeral=True)
+            return
+        refused = await self._quick(self.service.analyze_cooldown(str(interaction.user.id)))
+        if refused is not None:
+            await interaction.response.send_message(refused.text, ephemeral=True)
+            return
+        await interaction.response.defer(thinking=True)
+        result = await self.service.analyze(request)
+        if isinstance(result, Notice):
+            await interaction.edit_original_response(content=result.text)
+        else:
+            await interaction.edit_original_response(embed=analysis_embed(request.board(), result))
+
+    @app_commands.command(
+        name="resign", description="Resign your game in this channel (or withdraw your challenge)."
+    )
+    @app_commands.guild_only()
+    async def resign(self, interaction: discord.Interaction[Any]) -> None:
+        result = await self._quick(
+            self.service.resign(
+                str(interaction.guild_id), str(interaction.channel_id), str(interaction.user.id)
+            )
+        )
+        if isinstance(result, Notice):
+            await interaction.response.send_message(result.text, ephemeral=True)
+            return
+        await interaction.response.send_message(result.announce or "Resigned.")
+        self._spawn(self.show(result, announce=False))
+
+    @app_commands.command(
+        name="stats", description="Results against plybot per level, and the rating between people."
+    )
+    @app_commands.describe(user="Whose stats (default: yours)")
+    @app_commands.guild_only()
+    async def stats(
+        self, interaction: discord.Interaction[Any], user: discord.Member | None = None
+    ) -> None:
+        who = str((user or interaction.user).id)
+        found = await self._quick(self.service.user_stats(str(interaction.guild_id), who))
+        if isinstance(found, Notice):
+            await interaction.response.send_message(found.text, ephemeral=True)
+            return
+        embed = discord.Embed(title="plybot stats", description=stats_text(who, found))
+        await interaction.response.send_message(embed=embed)
+
+    @app_commands.command(name="leaderboard", description="The best-rated players in this server.")
+    @app_commands.describe(game="Which game (default Connect Four)")
+    @app_commands.guild_only()
+    async def leaderboard(
+        self, interaction: discord.Interaction[Any], game: GameName = "connect4"
+    ) -> None:
+        found = await self._quick(self.service.leaderboard(str(interaction.guild_id), game))
+        if isinstance(found, Notice):
+            await interaction.response.send_message(found.text, ephemeral=True)
+            return
+        embed = discord.Embed(
+            title=f"{title(game)} leaderboard", description=leaderboard_text(game, found)
+        )
+        await interaction.response.send_message(embed=embed)
+
+    @app_commands.command(name="help", description="How to play plybot.")
+    async def help(self, interaction: discord.Interaction[Any]) -> None:
+        await interaction.response.send_message(embed=help_embed(), ephemeral=True)
+
+    # -- button handlers (called by bot.views) ------------------------------------------
+
+    async def on_move(
+        self, interaction: discord.Interaction[Any], game_id: str, ply: int, move: int
+    ) -> None:
+        await interaction.response.defer()
+        result = await self._guarded(
+            self.service.press(game_id, str(interaction.user.id), ply, move)
+        )
+        await self._answer(interaction, result)
+
+    async def on_challenge(
+        self, interaction: discord.Interaction[Any], challenge_id: str, answer: str
+    ) -> None:
+        await interaction.response.defer()
+        user = str(interaction.user.id)
+        if answer == "accept":
+            message_id = str(interaction.message.id) if interaction.message else ""
+            call = self.service.accept(challenge_id, user, message_id)
+        else:
+            call = self.service.decline(challenge_id, user)
+        await self._answer(interaction, await self._guarded(call))
+
+    # -- showing results ---------------------------------------------------------------
+
+    async def _start(
+        self,
+        interaction: discord.Interaction[Any],
+        game: str,
+        opponent: discord.Member | discord.User | None,
+        level: str,
+        first: str,
+        position: str,
+    ) -> None:
+        me = self.bot.user
+        plays_bot = opponent is None or (me is not None and opponent.id == me.id)
+        result = await self._quick(
+            self.service.start(
+                guild_id=str(interaction.guild_id),
+                channel_id=str(interaction.channel_id),
+                user_id=str(interaction.user.id),
+                game=game,
+                opponent_id=None if plays_bot or opponent is None else str(opponent.id),
+                opponent_is_bot_account=bool(opponent is not None and opponent.bot),
+                level=level,
+                first=first,
+                position=position,
+            )
+        )
+        if isinstance(result, Notice):
+            await interaction.response.send_message(result.text, ephemeral=True)
+            return
+        table = result.table
+        # A challenge pings the challenged (mentions inside embeds do not).
+        content = mention(table.opponent) if isinstance(table, Challenge) else None
+        sent = await interaction.response.send_message(content=content, **draw(table))
+        message_id = getattr(sent, "message_id", None)
+        if message_id is None:
+            message_id = (await interaction.original_response()).id
+        await self.service.attach_message(table, str(message_id))
+        if result.bot_to_move:
+            self.watch_bot_move(table.id)
+
+    async def _answer(self, interaction: discord.Interaction[Any], result: Notice | Update) -> None:
+        """Show the result of a button press (the interaction was deferred)."""
+        if isinstance(result, Notice):
+            await interaction.followup.send(result.text, ephemeral=True)
+            if result.refresh is not None:
+                await interaction.edit_original_response(**draw(result.refresh))
+            return
+        await interaction.edit_original_response(content=None, **draw(result.table, result.closed))
+        if result.announce:
+            self._spawn(self._announce(result.table, result.announce))
+        if result.bot_to_move:
+            self.watch_bot_move(result.table.id)
+
+    async def show(self, update: Update, *, announce: bool = True) -> None:
+        """Redraw ``update``'s message in its channel (outside any interaction); announce."""
+        table = update.table
+        channel_id, message_id = _place(table)
+        if not channel_id:
+            return
+        channel = self.bot.get_partial_messageable(int(channel_id))
+        if message_id:
+            try:
+                await channel.get_partial_message(int(message_id)).edit(
+                    content=None, **draw(table, update.closed)
+                )
+            except discord.HTTPException as exc:
+                log.warning("cannot redraw %s in channel %s: %s", table.id, channel_id, exc)
+        if announce and update.announce:
+            await self._announce(table, update.announce)
+        if update.bot_to_move:
+            self.watch_bot_move(table.id)
+
+    async def _announce(self, table: GameSession | Challenge, text: str) -> None:
+        channel_id, _ = _place(table)
+        if not channel_id:
+            return
+        try:
+            await self.bot.get_partial_messageable(int(channel_id)).send(text)
+        except discord.HTTPException as exc:
+            log.warning("cannot post in channel %s: %s", channel_id, exc)
+
+    # -- background work -------------------------------------------------------------
+
+    def watch_bot_move(self, game_id: str) -> None:
+        """Get the bot's move in ``game_id`` (asking the workers if no job is out) and show it."""
+        running = self._bot_moves.get(game_id)
+        if running is not None and not running.done():
+            return
+        task = asyncio.create_task(self._bot_move(game_id), name=f"plybot-move-{game_id}")
+        self._bot_moves[game_id] = task
+        task.add_done_callback(lambda t: self._forget_bot_move(game_id, t))
+
+    def _forget_bot_move(self, game_id: str, task: asyncio.Task[None]) -> None:
+        if self._bot_moves.get(game_id) is task:
+            del self._bot_moves[game_id]
+
+    async def _bot_move(self, game_id: str) -> None:
+        try:
+            session = await self.service.games.get(game_id)
+            update = await self.service.await_bot_move(session)
+            if update is not None:
+                await self.show(update)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("game %s: the bot's move failed", game_id)
+
+    async def sweep(self, now: float | None = None) -> None:
+        """One pass of the sweeper: expiries and forfeits shown, stuck bot moves asked again."""
+        for update in await self.service.sweep(now):
+            await self.show(update)
+        stale_after = self.settings.interactive_ttl_s + self.settings.interactive_timeout_s + 10
+        for session in await self.service.stuck_bot_games(stale_after, now):
+            if session.id not in self._bot_moves:
+                self._spawn(self._retry_bot_move(session.id))
+
+    async def _retry_bot_move(self, game_id: str) -> None:
+        await self.service.request_bot_move(game_id)
+        self.watch_bot_move(game_id)
+
+    async def _sweep_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.bot_sweep_interval_s)
+            try:
+                await self.sweep()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("sweeper pass failed")
+
+    def _spawn(self, coro: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(_log_failure)
+
+    # -- guards ------------------------------------------------------------------------
+
+    async def _quick(self, call: Awaitable[T]) -> T | Notice:
+        """``call`` within :data:`QUICK_S` (before the interaction is answered), or a Notice."""
+        try:
+            async with asyncio.timeout(QUICK_S):
+                return await call
+        except (TimeoutError, RedisError) as exc:
+            log.warning("redis did not answer in time: %s", exc)
+            return _UNAVAILABLE
+
+    async def _guarded(self, call: Awaitable[Notice | Update]) -> Notice | Update:
+        """``call`` after a defer: Redis trouble becomes a Notice instead of a silent failure."""
+        try:
+            return await call
+        except RedisError as exc:
+            log.warning("redis error: %s", exc)
+            return _UNAVAILABLE
+
+
+def _log_failure(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("background task failed", exc_info=task.exception())

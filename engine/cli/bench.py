@@ -1,0 +1,120 @@
+"""Run Pons' Connect Four benchmark sets and print times, nodes and the ratio to his C++ solver.
+
+    plybot bench [SET ...] [--all] [--limit N] [--table-mb MB]
+
+SET is a set's name (``Test_L2_R1`` or just ``L2_R1``). With no SET, the five
+quicker sets run; ``--all`` adds Test_L1_R3 (its first 100 positions unless
+``--limit`` says otherwise). ``--limit N`` runs the first N positions of
+each set. One solver per set, its transposition table kept from one
+position to the next (as Pons' C++ benchmark does). A position whose score
+differs from the file's is an error: named on standard error, exit 1.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TYPE_CHECKING, TextIO
+
+from engine.cli.analyze import ArgumentParser, fail
+
+if TYPE_CHECKING:
+    from engine.bench import SetReport
+
+
+def parser() -> ArgumentParser:
+    p = ArgumentParser(
+        prog="plybot bench",
+        description="Run Pons' Connect Four benchmark sets (strong solve) and print a table.",
+    )
+    p.add_argument("sets", nargs="*", metavar="SET", help="e.g. Test_L2_R1 or L2_R1")
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="all six sets (Test_L1_R3: first 100 positions unless --limit)",
+    )
+    p.add_argument("--limit", type=int, metavar="N", help="first N positions of each set")
+    p.add_argument(
+        "--table-mb",
+        type=int,
+        default=64,
+        metavar="MB",
+        help="transposition table size (default 64)",
+    )
+    return p
+
+
+class ProgressBar:
+    """A one-line progress bar on standard error, redrawn at most ten times a second."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.last = 0.0
+
+    def __call__(self, report: SetReport, total: int) -> None:
+        now = time.monotonic()
+        done = report.positions
+        if done < total and now - self.last < 0.1:
+            return
+        self.last = now
+        width = 30
+        filled = width * done // max(total, 1)
+        bar = "#" * filled + "." * (width - filled)
+        self.stream.write(f"\r{report.name:<11} [{bar}] {done}/{total}")
+        if done >= total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def main(argv: list[str]) -> int:
+    """Run the benchmark sets; see the module's doc."""
+    args = parser().parse_args(argv)
+    from engine.bench import (
+        DEFAULT_LIMITS,
+        SETS,
+        BenchmarkError,
+        find_benchmarks,
+        format_table,
+        run_set,
+        set_name,
+    )
+
+    if args.limit is not None and args.limit <= 0:
+        return fail("plybot bench", f"'{args.limit}': --limit must be positive")
+    if args.table_mb <= 0:
+        return fail("plybot bench", f"'{args.table_mb}': --table-mb must be positive")
+    try:
+        names = [set_name(s) for s in args.sets]
+    except BenchmarkError as exc:
+        return fail("plybot bench", str(exc))
+    if not names:
+        names = list(SETS) if args.all else [s for s in SETS if s not in DEFAULT_LIMITS]
+    if find_benchmarks() is None:
+        return fail(
+            "plybot bench",
+            "Pons' benchmark sets not found: set PLYBOT_BENCHMARKS or "
+            "put ../shared/benchmarks/connect4 beside the checkout",
+        )
+
+    from engine.solver import Solver
+
+    reports = []
+    failed = 0
+    for name in names:
+        limit = args.limit if args.limit is not None else DEFAULT_LIMITS.get(name)
+        solver = Solver(table_bytes=args.table_mb << 20)  # a fresh table per set
+        report = run_set(solver, name, limit, on_progress=ProgressBar())
+        reports.append(report)
+        for m in report.mismatches:
+            failed += 1
+            got = m.error or f"solved {m.got}"
+            print(
+                f"plybot bench: {name} line {m.line}: '{m.moves}': {got}, expected {m.expected}",
+                file=sys.stderr,
+            )
+    print(
+        f"strong solve, table {args.table_mb} MB kept across the positions of a set; "
+        "times per position, measured inside the compiled loop"
+    )
+    print(format_table(reports))
+    return 1 if failed else 0

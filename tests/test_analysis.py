@@ -1,0 +1,198 @@
+"""``engine.analysis.analyze``: the modes, their limits and progress, exact Connect Four solves."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import time
+
+import pytest
+
+from engine.analysis import Progress, analyze, default_solver, moves_to_end, score_words
+from engine.cache import EXACT_DEPTH, MemoryCache
+from engine.connect4 import Connect4
+from engine.errors import GameOverError, PlybotError
+from engine.search import SearchLimits, search
+from engine.tictactoe import TicTacToe
+
+SLACK = 0.1  # seconds a loaded machine may take to schedule us back at a deadline
+
+
+@pytest.fixture(scope="module")
+def warm() -> None:
+    """The compiled solver loaded once (as a worker does at start): no budget pays for it."""
+    default_solver(7, 6)
+
+
+def endgame_positions(count: int, plies: int, seed: int) -> list[Connect4]:
+    rng = random.Random(seed)
+    found: list[Connect4] = []
+    while len(found) < count:
+        game = Connect4()
+        for _ in range(plies):
+            if game.outcome() is not None:
+                break
+            game.push(rng.choice(game.legal_moves()))
+        if game.outcome() is None:
+            found.append(game)
+    return found
+
+
+# -- arguments and finished positions -------------------------------------------------------
+
+
+def test_finished_position_refused_with_the_issue_message() -> None:
+    with pytest.raises(GameOverError) as caught:
+        analyze(Connect4.parse("1212121"), mode="depth", depth=3)
+    assert str(caught.value) == "'1212121': the game is already over after move 7"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"mode": "deep"}, "'deep': unknown analysis mode (known: solve, depth, time)"),
+        ({"mode": "depth"}, "'None': the depth mode needs a depth of at least 1"),
+        ({"mode": "depth", "depth": 0}, "'0': the depth mode needs a depth of at least 1"),
+        ({"mode": "time", "time_ms": 0}, "'0': the time mode needs a time_ms above 0"),
+    ],
+)
+def test_bad_arguments(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(PlybotError) as caught:
+        analyze(Connect4.parse("4"), **kwargs)  # type: ignore[arg-type]
+    assert str(caught.value) == message
+
+
+# -- depth and time modes (the generic search) --------------------------------------------
+
+
+def test_depth_mode_is_the_generic_search() -> None:
+    position = Connect4.parse("4453")
+    steps: list[Progress] = []
+    analysis = analyze(position, mode="depth", depth=5, all_moves=True, on_progress=steps.append)
+    reference = search(position, SearchLimits(depth=5), all_moves=True)
+    assert (analysis.best_move, analysis.score, analysis.moves) == (
+        reference.best_move,
+        reference.score,
+        reference.moves,
+    )
+    assert analysis.depth == 5 and not analysis.exact
+    assert [s.depth for s in steps] == [1, 2, 3, 4, 5]
+    assert position.notation() == "4453"  # left as it was
+
+
+def test_time_mode_honours_the_budget(warm: None) -> None:
+    for position in (TicTacToe.parse("1"), Connect4.parse("4453")):
+        start = time.monotonic()
+        analysis = analyze(position, mode="time", time_ms=200)
+        assert time.monotonic() - start <= 0.2 + SLACK
+        assert analysis.best_move in position.legal_moves()
+        assert analysis.time_ms <= 200 + SLACK * 1000
+
+
+def test_deadline_bounds_the_depth_mode_too() -> None:
+    start = time.monotonic()
+    analysis = analyze(Connect4(), mode="depth", depth=30, deadline=start + 0.2)
+    assert time.monotonic() <= start + 0.2 + SLACK
+    assert 1 <= analysis.depth < 30
+
+
+# -- solve mode -----------------------------------------------------------------------------
+
+
+def test_tictactoe_solve_is_a_full_search() -> None:
+    steps: list[Progress] = []
+    analysis = analyze(TicTacToe(), mode="solve", all_moves=True, on_progress=steps.append)
+    assert analysis.exact and analysis.score == 0
+    assert analysis.moves is not None and set(analysis.moves) == set(range(9))
+    assert all(score == 0 for score in analysis.moves.values())  # every first move draws
+    assert steps and steps[-1].exact
+
+
+def test_connect4_solve_agrees_with_an_exhaustive_search() -> None:
+    for position in endgame_positions(5, plies=28, seed=21):
+        reference = search(position, SearchLimits(), all_moves=True)
+        assert reference.decided and reference.moves is not None
+        analysis = analyze(position, mode="solve", all_moves=True)
+        assert analysis.exact, analysis.note
+        assert analysis.score == reference.score, position.notation()
+        assert analysis.moves == reference.moves, position.notation()
+        assert analysis.best_move is not None
+        assert reference.moves[analysis.best_move] == reference.score
+        assert analysis.depth == 42 - position.ply
+
+
+def test_connect4_solve_reports_progress_as_the_window_narrows() -> None:
+    steps: list[Progress] = []
+    position = endgame_positions(1, plies=16, seed=9)[0]
+    analysis = analyze(position, mode="solve", on_progress=steps.append)
+    assert analysis.exact
+    assert steps, "the solver reports its window"
+    for step in steps:
+        assert step.lower is not None and step.upper is not None
+        assert step.lower <= analysis.score <= step.upper
+    assert all(a.nodes <= b.nodes for a, b in itertools.pairwise(steps))
+
+
+def test_connect4_solve_never_overruns_its_deadline(warm: None) -> None:
+    start = time.monotonic()
+    analysis = analyze(Connect4(), mode="solve", deadline=start + 0.5, all_moves=True)
+    assert time.monotonic() <= start + 0.5 + SLACK
+    assert not analysis.exact
+    assert "the exact solve did not finish" in analysis.note
+    assert analysis.best_move in range(7) and analysis.depth >= 1
+
+
+def test_connect4_time_mode_is_exact_where_the_solver_finishes(warm: None) -> None:
+    analysis = analyze(Connect4.parse("4444445525"), mode="time", time_ms=3000)
+    assert analysis.exact and analysis.note == ""
+
+
+def test_connect4_solve_uses_and_fills_the_cache() -> None:
+    cache = MemoryCache()
+    position = endgame_positions(1, plies=26, seed=5)[0]
+    first = analyze(position, mode="solve", cache=cache)
+    assert first.exact and not first.cache_hit
+    entry = cache.entries.get(("connect4", "7x6", position.key()))
+    assert entry is not None and entry.depth == EXACT_DEPTH and entry.lower == first.score
+
+
+def test_connect4_exact_answers_come_from_the_cache_alone(warm: None) -> None:
+    """A solved root answers ``solve``; solved children answer ``moves: all`` (mirror too)."""
+    cache = MemoryCache()
+    position = endgame_positions(1, plies=20, seed=11)[0]
+    every = analyze(position, mode="solve", all_moves=True, cache=cache)
+    assert every.exact and not every.cache_hit and every.moves
+    again = analyze(position, mode="solve", all_moves=True, cache=cache)
+    assert again.cache_hit and again.nodes == 0
+    assert (again.score, again.moves) == (every.score, every.moves)
+    assert again.moves is not None and again.moves[again.best_move] == again.score  # type: ignore[index]
+    best = analyze(position, mode="solve", cache=cache)
+    assert best.cache_hit and best.score == every.score
+    assert every.moves is not None and every.moves[best.best_move] == every.score  # type: ignore[index]
+    width = position.width
+    mirror = Connect4.parse("".join(str(width - c) for c in position.moves))
+    mirrored = analyze(mirror, mode="solve", all_moves=True, cache=cache)
+    assert mirrored.cache_hit
+    assert mirrored.moves == {width - 1 - c: s for c, s in every.moves.items()}
+
+
+def test_connect4_cache_with_a_child_missing_is_solved() -> None:
+    cache = MemoryCache()
+    position = endgame_positions(1, plies=22, seed=3)[0]
+    analyze(position, mode="solve", cache=cache)  # the root (and its best child) only
+    every = analyze(position, mode="solve", all_moves=True, cache=cache)
+    assert every.exact and every.moves and not every.cache_hit
+
+
+# -- scores in words --------------------------------------------------------------------------
+
+
+def test_scores_in_words() -> None:
+    start = Connect4()
+    assert score_words(start, 1, exact=True) == "+1: win in 21"  # the last stone wins
+    assert score_words(start, 0, exact=True) == "0: draw"
+    assert score_words(start, 5, exact=False) == "+5 (heuristic)"
+    after_two = Connect4.parse("4455")
+    assert moves_to_end(after_two, 18) == 2  # the 4th stone, two own moves from now
+    assert score_words(Connect4.parse("44553"), -18, exact=True) == "-18: loss in 1"
+    assert score_words(TicTacToe.parse("1253"), 3, exact=True) == "+3: win in 1"

@@ -1,0 +1,249 @@
+"""Analyses over HTTP, end to end: the real API under uvicorn, real workers, a real Redis.
+
+Exact scores (benchmark positions and self-contained ones), ``?wait``, the
+event stream, webhooks (with a retry and a refusal), the shared cache seen
+through HTTP, and the status and metrics that report on all of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from engine.analysis import analyze
+from engine.game import new_game
+from tests.fixtures.api import ApiServer, WebhookReceiver
+from worker.client import JobClient
+
+pytestmark = [pytest.mark.redis, pytest.mark.service]
+
+WAIT = 20  # seconds a test waits for one answer at most
+
+
+def solve(http: httpx.Client, **body: Any) -> dict[str, Any]:
+    """POST an analysis, wait for it, return the analysis (status ``done`` asserted)."""
+    accepted = http.post("/v1/analyses", json=body)
+    assert accepted.status_code == 202, accepted.text
+    location = accepted.headers["Location"]
+    assert location == accepted.json()["status_url"] == f"/v1/analyses/{accepted.json()['id']}"
+    analysis = http.get(location, params={"wait": WAIT}).json()
+    assert analysis["status"] == "done", analysis
+    return analysis
+
+
+@pytest.fixture(scope="module")
+def http(api_service: ApiServer) -> Iterator[httpx.Client]:
+    with api_service.client() as client:
+        yield client
+
+
+# -- exact scores -------------------------------------------------------------------------
+
+
+def test_exact_scores_of_self_contained_positions(http: httpx.Client) -> None:
+    # Connect Four: X holds 4, 5, 6 on the bottom row and wins now with its 4th stone.
+    result = solve(http, game="connect4", position="445566", mode="solve")["result"]
+    assert result["score"] == 22 - 4 and result["best_move"] in ("3", "7")
+    assert result["pv"][0] == result["best_move"]
+    assert result["exact"] is True and result["cache"] in ("hit", "miss") and result["worker"]
+    for key in ("depth", "nodes", "time_ms"):
+        assert isinstance(result[key], int | float)
+    # Tic-tac-toe, every move scored, against the engine's own answer.
+    position = "52"
+    analysis = solve(http, game="tictactoe", position=position, mode="solve", moves="all")
+    engine = analyze(new_game("tictactoe", position), mode="solve", all_moves=True)
+    result = analysis["result"]
+    assert result["score"] == engine.score and engine.exact
+    assert engine.moves is not None
+    assert result["moves"] == {str(m + 1): s for m, s in engine.moves.items()}
+    assert max(result["moves"].values()) == result["score"] == result["moves"][result["best_move"]]
+    assert analysis["request"]["moves"] == "all" and analysis["request"]["variant"] == "3x3"
+
+
+@pytest.mark.benchmarks
+def test_benchmark_positions_give_their_exact_scores(
+    http: httpx.Client, benchmarks_dir: Path
+) -> None:
+    cases = []
+    for name, count in (("Test_L3_R1", 4), ("Test_L2_R1", 3), ("Test_L2_R2", 2)):
+        lines = (benchmarks_dir / name).read_text().splitlines()
+        cases += [line.split() for line in lines[:count]]
+    # Submit all, then collect: the workers answer them in parallel.
+    ids = {}
+    for position, _ in cases:
+        accepted = http.post(
+            "/v1/analyses", json={"game": "connect4", "position": position, "mode": "solve"}
+        )
+        assert accepted.status_code == 202, accepted.text
+        ids[position] = accepted.json()["id"]
+    for position, score in cases:
+        analysis = http.get(f"/v1/analyses/{ids[position]}", params={"wait": WAIT}).json()
+        assert analysis["status"] == "done", analysis
+        assert analysis["result"]["score"] == int(score), position
+        assert analysis["result"]["exact"] is True
+
+
+@pytest.mark.benchmarks
+def test_every_move_scored_agrees_with_each_child(http: httpx.Client, benchmarks_dir: Path) -> None:
+    position, score = (benchmarks_dir / "Test_L3_R1").read_text().splitlines()[10].split()
+    result = solve(http, game="connect4", position=position, mode="solve", moves="all")["result"]
+    assert result["score"] == int(score)
+    moves = result["moves"]
+    assert moves and max(moves.values()) == int(score) == moves[result["best_move"]]
+    for move, move_score in moves.items():
+        child = new_game("connect4", position + move)
+        if child.outcome() is not None:  # the move wins at once
+            assert move_score == -child.terminal_score()
+            continue
+        child_result = solve(http, game="connect4", position=position + move, mode="solve")
+        assert move_score == -child_result["result"]["score"], move
+
+
+def test_depth_and_time_modes(http: httpx.Client) -> None:
+    result = solve(http, game="connect4", position="4453", mode="depth", depth=6)["result"]
+    assert result["depth"] >= 6 and result["best_move"] in list("1234567")
+    result = solve(http, game="connect4", position="44536", mode="time", time_ms=300)["result"]
+    assert result["best_move"] in list("1234567") and result["depth"] >= 1
+
+
+# -- the event stream -------------------------------------------------------------------
+
+
+def read_events(http: httpx.Client, analysis_id: str) -> list[tuple[str, dict[str, Any]]]:
+    """Every event of the stream, until the server closes it."""
+    events = []
+    with http.stream("GET", f"/v1/analyses/{analysis_id}/events") as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        name, data = "message", ""
+        for line in response.iter_lines():
+            if line.startswith("event: "):
+                name = line[len("event: ") :]
+            elif line.startswith("data: "):
+                data += line[len("data: ") :]
+            elif line == "" and data:
+                events.append((name, json.loads(data)))
+                name, data = "message", ""
+    return events
+
+
+def test_event_stream_gives_depths_in_order_then_the_result(http: httpx.Client) -> None:
+    body = {"game": "connect4", "position": "3344", "mode": "depth", "depth": 9}
+    accepted = http.post("/v1/analyses", json=body).json()
+    events = read_events(http, accepted["id"])
+    names = [name for name, _ in events]
+    assert names[-1] == "done" and set(names[:-1]) == {"progress"}, names
+    depths = [data["depth"] for name, data in events if name == "progress"]
+    assert depths == sorted(set(depths)) and depths[-1] == 9, depths  # one per depth, in order
+    final = events[-1][1]
+    assert final["status"] == "done" and final["id"] == accepted["id"]
+    assert final["result"]["depth"] == 9
+    assert final == http.get(accepted["status_url"]).json()
+    # A late subscriber gets the whole history, then the result.
+    assert read_events(http, accepted["id"]) == events
+
+
+def test_event_stream_of_a_failed_analysis_ends_with_the_error(
+    http: httpx.Client, redis_url: str
+) -> None:
+    # A bad position never gets queued (422); a job canceled mid-search really fails.
+    body = {"game": "connect4", "position": "", "mode": "time", "time_ms": 4000}
+    accepted = http.post("/v1/analyses", json=body).json()
+
+    async def cancel() -> bool:
+        async with JobClient(redis_url) as client:  # as an operator's tool would
+            return await client.cancel(accepted["id"])
+
+    assert asyncio.run(cancel())
+    events = read_events(http, accepted["id"])
+    assert events[-1][0] == "failed" and events[-1][1]["status"] == "failed"
+    assert "canceled" in events[-1][1]["error"]
+
+
+# -- webhooks ---------------------------------------------------------------------------------
+
+
+def test_webhook_is_retried_until_delivered(http: httpx.Client) -> None:
+    with WebhookReceiver(failures=1) as receiver:
+        body = {"game": "connect4", "position": "445", "mode": "depth", "depth": 5}
+        accepted = http.post("/v1/analyses", json={**body, "callback_url": receiver.url})
+        assert accepted.status_code == 202, accepted.text
+        receiver.wait_for(2)
+        (first_headers, first), (second_headers, second) = receiver.requests[:2]
+        assert (
+            first_headers["X-Plybot-Attempt"] == "1" and second_headers["X-Plybot-Attempt"] == "2"
+        )
+        assert first_headers["X-Plybot-Delivery"] == second_headers["X-Plybot-Delivery"]
+        assert first == second  # the same body each attempt
+        assert second["id"] == accepted.json()["id"] and second["status"] == "done"
+        assert second == http.get(accepted.headers["Location"]).json()
+        time.sleep(0.5)  # delivered: nothing more comes
+        assert len(receiver.requests) == 2
+
+
+def test_webhook_to_a_host_off_the_allow_list_is_refused(http: httpx.Client) -> None:
+    body = {
+        "game": "connect4",
+        "position": "4",
+        "mode": "solve",
+        "callback_url": "http://localhost/x",
+    }
+    r = http.post("/v1/analyses", json=body)
+    assert r.status_code == 422
+    assert "host 'localhost' is not on the callback allow-list" in r.json()["message"]
+
+
+# -- the shared cache through HTTP ---------------------------------------------------------
+
+
+@pytest.mark.benchmarks
+def test_a_solved_position_comes_back_from_the_cache(
+    http: httpx.Client, benchmarks_dir: Path
+) -> None:
+    position, score = (benchmarks_dir / "Test_L2_R2").read_text().splitlines()[500].split()
+    body = {"game": "connect4", "position": position, "mode": "solve"}
+    first = solve(http, **body)["result"]
+    again = solve(http, **body)["result"]  # a new job: the first one finished
+    assert first["score"] == again["score"] == int(score)
+    assert again["cache"] == "hit"
+
+
+# -- what the service reports -----------------------------------------------------------------
+
+
+def test_status_and_metrics_report_the_service(http: httpx.Client) -> None:
+    solve(http, game="tictactoe", position="1", mode="solve")
+    status = http.get("/v1/status").json()
+    assert [q["name"] for q in status["queues"]] == ["interactive", "analysis"]
+    for queue in status["queues"]:
+        assert queue["waiting"] >= 0 and queue["oldest_wait_s"] >= 0
+    assert status["workers_alive"] == 2 and 0 <= status["workers_busy"] <= 2
+    assert status["jobs"]["done"] >= 1 and status["jobs"]["submitted"] >= status["jobs"]["done"]
+    lookups = status["cache_hits"] + status["cache_misses"]
+    assert lookups > 0 and status["cache_hit_rate"] == round(status["cache_hits"] / lookups, 4)
+    assert status["callbacks_pending"] >= 0
+
+    text = http.get("/metrics").text
+    samples = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            samples[name] = float(value)
+    assert (
+        samples['plybot_http_requests_total{method="POST",route="/v1/analyses",status="202"}'] >= 1
+    )
+    assert samples['plybot_workers{state="alive"}'] == 2
+    assert 'plybot_queue_length{queue="analysis"}' in samples
+    assert 'plybot_queue_oldest_age_seconds{queue="interactive"}' in samples
+    assert samples['plybot_cache_lookups_total{result="hit"}'] == status["cache_hits"]
+    assert samples['plybot_cache_lookups_total{result="miss"}'] >= status["cache_misses"]
+    assert samples['plybot_jobs_total{outcome="done"}'] >= status["jobs"]["done"]
+    assert any(k.startswith("plybot_http_request_duration_seconds_bucket{") for k in samples)
+    assert samples['plybot_callbacks_total{outcome="delivered"}'] >= 1

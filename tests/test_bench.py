@@ -1,0 +1,103 @@
+"""Benchmark sets: finding and reading them, ``run_set``, and ``plybot bench``."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import pytest
+
+from engine.bench import (
+    SETS,
+    BenchmarkError,
+    find_benchmarks,
+    format_seconds,
+    load_set,
+    run_set,
+    set_name,
+)
+from engine.cli.bench import main
+from engine.solver import Solver
+
+# Scores checked against the real files (Test_L2_R1, Test_L2_R2); the third is wrong on purpose.
+TINY_SET = "274552224131661 0\n5455174361263362 -1\n2531276566711153 3\n"
+
+
+@pytest.fixture
+def fake_sets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder with a three-line ``Test_L3_R1`` whose last score is wrong."""
+    (tmp_path / "Test_L3_R1").write_text(TINY_SET)
+    monkeypatch.setenv("PLYBOT_BENCHMARKS", str(tmp_path))
+    return tmp_path
+
+
+def test_names_and_finding(fake_sets: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert SETS[0] == "Test_L3_R1" and SETS[-1] == "Test_L1_R3" and len(SETS) == 6
+    assert set_name("l3_r1") == set_name("Test_L3_R1") == set_name("L3R1") == "Test_L3_R1"
+    with pytest.raises(BenchmarkError, match="'L9_R9': unknown benchmark set"):
+        set_name("L9_R9")
+    assert find_benchmarks() == fake_sets
+    assert load_set("L3_R1") == [
+        ("274552224131661", 0),
+        ("5455174361263362", -1),
+        ("2531276566711153", 3),
+    ]
+    assert load_set("L3_R1", limit=1) == [("274552224131661", 0)]
+    monkeypatch.setenv("PLYBOT_BENCHMARKS", str(fake_sets / "missing"))
+    assert find_benchmarks() is None
+    with pytest.raises(BenchmarkError, match="not found"):
+        load_set("L3_R1")
+
+
+def test_run_set_reports_times_nodes_and_mismatches(fake_sets: Path) -> None:
+    seen = []
+    report = run_set(
+        Solver(table_bytes=1 << 20),
+        "L3_R1",
+        on_progress=lambda r, total: seen.append((r.positions, total)),
+    )
+    assert report.positions == 3 and report.matches == 2
+    [wrong] = report.mismatches
+    assert (wrong.line, wrong.moves, wrong.expected, wrong.got) == (3, "2531276566711153", 3, 2)
+    assert all(s > 0 for s in report.seconds) and all(n > 0 for n in report.nodes[1:])
+    # The mean and median are the statistics of the measured times (no order between them holds).
+    assert report.mean == pytest.approx(statistics.fmean(report.seconds))
+    assert report.median == pytest.approx(statistics.median(report.seconds))
+    assert report.nodes_per_second > 0
+    assert seen[-1] == (3, 3)
+
+
+def test_the_command_fails_on_a_mismatch_naming_the_line(fake_sets, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["L3_R1", "--table-mb", "4"]) == 1
+    out, err = capsys.readouterr()
+    assert "plybot bench: Test_L3_R1 line 3: '2531276566711153': solved 2, expected 3" in err
+    assert "3/3" in err  # the progress bar
+    header, _rule, row = out.splitlines()[1:4]
+    assert header.split()[:3] == ["set", "positions", "exact"]
+    assert row.split()[:3] == ["Test_L3_R1", "3", "2"]
+    assert "C++ mean" in header and row.endswith("x")
+
+
+def test_the_command_rejects_bad_arguments(fake_sets, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["L9"]) == 2
+    assert main(["L3_R1", "--limit", "0"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "plybot bench: 'L9': unknown benchmark set (known: " + ", ".join(SETS) + ")",
+        "plybot bench: '0': --limit must be positive",
+    ]
+
+
+def test_format_seconds() -> None:
+    assert format_seconds(16e-6) == "16 µs"
+    assert format_seconds(0.00044) == "440 µs"
+    assert format_seconds(0.0063) == "6.3 ms"
+    assert format_seconds(12.5) == "12.5 s"
+
+
+@pytest.mark.benchmarks
+def test_the_real_sets_run_clean(benchmarks_dir: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["L3_R1", "L2_R1", "--limit", "50"]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines()[3:]]
+    assert [r[:3] for r in rows] == [["Test_L3_R1", "50", "50"], ["Test_L2_R1", "50", "50"]]

@@ -1,0 +1,577 @@
+"""The Discord bot's games, driven through its real command and button handlers.
+
+Real Redis, real RQ workers, the real engine; Discord is the stand-in of
+``tests/fixtures/discord.py``, which records what the bot would send. Each test
+uses its own key prefix, so the shared Redis and workers carry no state from
+one test to the next, and the sweeper runs only when a test calls it (with a
+``now`` past the deadline instead of waiting).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from redis.asyncio import Redis
+
+from bot.service import DiscordGames, Update
+from tests.fixtures.discord import (
+    Button,
+    DiscordWorld,
+    FakeMessage,
+    FakeUser,
+    run_with_bot,
+    start_bot,
+    stop_bot,
+)
+from worker.client import JobClient
+from worker.games import BOT, GameSession, GameStore
+from worker.settings import Settings
+
+pytestmark = [pytest.mark.redis, pytest.mark.service]
+
+GUILD = 4242
+CHANNEL = 777
+_prefixes = itertools.count()
+
+
+@pytest.fixture
+def settings(redis_url: str) -> Settings:
+    return Settings(
+        redis_url=redis_url,
+        bot_key_prefix=f"t:bot:{time.time_ns()}:{next(_prefixes)}:",
+        bot_sweep_interval_s=3600,  # the tests run the sweeper themselves
+        bot_move_deadline_ms=1500,
+    )
+
+
+def leftmost(buttons: list[Button]) -> str:
+    return buttons[0].label or buttons[0].emoji or ""
+
+
+async def play_out(
+    world: DiscordWorld,
+    bot: Any,
+    user: FakeUser,
+    board: FakeMessage,
+    choose: Callable[[list[Button]], str] = leftmost,
+) -> FakeMessage:
+    """Play ``user``'s moves on ``board`` against plybot until the game ends."""
+    cog = bot.get_cog("Games")
+    for _ in range(60):
+        await cog.idle()
+        if not board.buttons():  # a finished game keeps no buttons
+            return board
+        enabled = [b for b in board.buttons() if not b.disabled]
+        assert enabled, f"the player's turn, but no button is enabled:\n{board.text}"
+        press = await world.press(bot, user, board, choose(enabled))
+        assert press.ephemeral == [], press.ephemeral
+    raise AssertionError(f"the game did not end:\n{board.text}")
+
+
+async def board_of(
+    world: DiscordWorld, bot: Any, user: FakeUser, command: str, **options: Any
+) -> FakeMessage:
+    """``user`` runs ``/command`` in the test channel: the message it answers with (a
+    board, or a challenge), never a refusal."""
+    start = await world.slash(bot, command, user, guild_id=GUILD, channel_id=CHANNEL, **options)
+    assert start.ephemeral == [] and start.original is not None, start.ephemeral
+    return start.original
+
+
+def announcements(world: DiscordWorld, channel: int = CHANNEL) -> list[str]:
+    """What the bot posted in the channel besides boards."""
+    return [m.content or "" for m in world.in_channel(channel) if m.embed is None]
+
+
+# -- against the bot ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("level", ["easy", "medium", "hard", "perfect"])
+def test_full_tictactoe_game_against_the_bot_at_each_level(
+    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld, level: str
+) -> None:
+    world = discord_world
+
+    async def scenario(bot: Any) -> None:
+        alice = world.user("alice")
+        start = await world.slash(
+            bot, "tictactoe", alice, guild_id=GUILD, channel_id=CHANNEL, level=level
+        )
+        assert start.answer_kind == "message" and start.ephemeral == []
+        board = start.original
+        assert board is not None
+        assert f"❌ {alice.mention} vs ⭕ plybot ({level})" in board.text
+        assert "Move 1 · ❌" in board.text and "to play" in board.text
+        await play_out(world, bot, alice, board)
+        final = board.text
+        assert "wins after" in final or "Draw after" in final, final
+        if level == "perfect":  # leftmost cells are no defence against exact play
+            assert "⭕ plybot (perfect) wins after" in final, final
+        # The result is announced, and counted once in /stats for this level.
+        assert any(t.startswith("Tic-tac-toe: ") for t in announcements(world))
+        stats = await world.slash(bot, "stats", alice, guild_id=GUILD, channel_id=CHANNEL)
+        assert stats.original is not None
+        lines = stats.original.text.splitlines()
+        row = next(line for line in lines if line.startswith(f"Tic-tac-toe {level}: "))
+        assert sum(int(n) for n in row.split(": ")[1].split(" / ")) == 1
+
+    run_with_bot(world, settings, redis_url, scenario)
+
+
+def test_bot_moves_first_when_asked_and_a_game_can_start_from_a_position(
+    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+) -> None:
+    world = discord_world
+
+    async def scenario(bot: Any) -> None:
+        alice = world.user("alice")
+        board = await board_of(
+            world, bot, alice, "connect4", level="medium", first="opponent", position="4453"
+        )
+        assert "🔴 plybot (medium) vs 🟡" in board.text  # plybot moves next, from 4453
+        assert "Move 5 · 🔴 plybot (medium) is thinking…" in board.text
+        assert all(b.disabled for b in board.buttons())
+        await bot.get_cog("Games").idle()
+        assert f"Move 6 · 🟡 {alice.mention} to play" in board.text
+
+    run_with_bot(world, settings, redis_url, scenario)
+
+
+@pytest.mark.parametrize("level", ["easy", "medium", "hard", "perfect"])
+def test_full_connect4_game_against_the_bot(
+    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld, level: str
+) -> None:
+    world = discord_world
+
+    async def scenario(bot: Any) -> None:
+        alice = world.user("alice")
+        board = await board_of(world, bot, alice, "connect4", level=level)
+        await play_out(world, bot, alice, board)
+        # Stacking the leftmost column is no defence: every level but easy (which errs on
+        # purpose) must win it; easy must at least finish the game.
+        if level == "easy":
+            assert "wins after" in board.text or "Draw after" in board.text, board.text
+        else:
+            assert f"🟡 plybot ({level}) wins after" in board.text, board.text
+        assert board.buttons() == []
+
+    run_with_bot(world, settings, redis_url, scenario)
+
+
+def test_resign_ends_the_game_and_counts_a_loss(
+    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+) -> None:
+    world = discord_world
+
+    async def scenario(bot: Any) -> None:
+        alice = world.user("alice")
+        board = await board_of(world, bot, alice, "connect4")
+        resign = await world.slash(bot, "resign", alice, guild_id=GUILD, channel_id=CHANNEL)
+        assert resign.original is not None
+        assert resign.original.text == (
+            f"Connect Four: {alice.mention} resigned; plybot (medium) wins."
+        )
+        await bot.get_cog("Games").idle()
+        assert f"🔴 {alice.mention} resigned after 0 moves" in board.text
+        assert board.buttons() == []
+        again = await world.slash(bot, "resign", alice, guild_id=GUILD, channel_id=CHANNEL)
+        assert again.ephemeral == ["You have no game in this channel."]
+        stats = await world.slash(bot, "stats", alice, guild_id=GUILD, channel_id=CHANNEL)
+        assert "Connect Four medium: 0 / 0 / 1" in stats.original.text
+
+    run_with_bot(world, settings, redis_url, scenario)
+
+
+# -- between users ------------------------------------------------------------------------
+
+
+def test_challenge_accepted_and_played_to_the_end_moves_the_ratings(
+    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+) -> None:
+    world = discord_world
+
+    async def scenario(bot: Any) -> None:
+        alice, bob = world.user("alice"), world.user("bob")
+        message = await board_of(world, bot, alice, "connect4", opponent=bob)
+        assert message.content == bob.mention  # the challenged is pinged
+        assert f"{alice.mention} challenges {bob.mention} to Connect Four." in message.text
+        assert [b.label for b in message.buttons()] == ["Accept", "Decline"]
+        own = await world.press(bot, alice, message, "Accept")
+        assert own.ephemeral == [f"Only {bob.mention} can accept this challenge."]
+
+        accept = await world.press(bot, bob, message, "Accept")
+        assert accept.ephemeral == []
+        assert message.content is None
+        assert f"Move 1 · 🔴 {alice.mention} to play" in message.text
+        # Alice stacks column 1, Bob column 2: four in a column for Alice on move 7.
+        for mover, column in [(alice, "1"), (bob, "2")] * 3 + [(alice, "1")]:
+            press = await world.press(bot, mover, message, column)
+            assert press.ephemeral == []
+        assert f"🔴 {alice.mention} wins after 7 moves." in message.text
+        await bot.get_cog("Games").idle()
+        said = announcements(world)
+        assert f"Connect Four: {alice.mention} beat {bob.mention} in 7 moves." in said[-1]
+        assert "Ratings: " in said[-1]
+
+        board = await world.slash(bot, "leaderboard", bob, guild_id=GUILD, channel_id=CHANNEL)
+        assert board.original is not None
+        assert board.original.text.splitlines()[1:] == [
+            f"1. {alice.mention}: 1216 (1 games)",
+            f"2. {bob.mention}: 1184 (1 games)",
+        ]
+        stats = await world.slash(bot, "stats", alice, guild_id=GUILD, channel_id=CHANNEL, user=bob)
+        assert "Connect Four: 1184, 0 / 0 / 1" in stats.original.text
+
+    run_with_bot(world, settings, redis_url, scenario)
+
+
+def test_challenge_declined_and_challenge_expired(
+    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+) -> None:
+    world = discord_world
+
+    async def scenario(bot: Any) -> None:
+        cog = bot.get_cog("Games")
+        alice, bob, carol = world.user("alice"), world.user("bob"), world.user("carol")
+        declined = await board_of(world, bot, alice, "tictactoe", opponent=bob)
+        stranger = await world.press(bot, carol, declined, "Decline")
+        assert stranger.ephemeral == [f"Only {bob.mention} can answer this challenge."]
+        await world.press(bot, bob, declined, "Decline")
+        assert declined.text.splitlines()[-2] == f"{bob.mention} declined."
+        assert declined.buttons() == []
+        late = await world.press_custom_id(
+            bot, bob, declined, declined.history[0]["buttons"][0].custom_id
+        )
+        assert late.ephemeral == ["This challenge is no longer open."]
+
+        # Declining freed both players: a new challenge is allowed at once.
+        second = await world.slash(
+            bot, "tictactoe", alice, guild_id=GUILD, channel_id=CHANNEL, opponent=bob
+        )
+        expiring = second.original
+        assert expiring is not None and expiring.buttons()
+        await cog.sweep(now=time.time() + settings.bot_challenge_expiry_s - 5)
+        assert expiring.buttons(), "swept before its time"
+        await cog.sweep(now=time.time() + settings.bot_challenge_expiry_s + 1)
+        assert f"Expired: {bob.mention} did not answer in time." in expiring.text
+        assert expiring.buttons() == []
+        assert announcements(world)[-1] == (f"The challenge to {bob.mention} expired unanswered.")
+        answer = await world.press_custom_id(
+            bot, bob, expiring, expiring.history[0]["buttons"][0].custom_id
+        )
+        assert answer.ephemeral == ["This challenge is no longer open."]
+
+    run_with_bot(world, settings, redis_url, scenario)
+
+
+def test_presses_out_of_turn_on_a_full_column_by_a_stranger_and_on_a_finished_game(
+    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+) -> None:
+    world = discord_world
+
+    async def scenario(bot: Any) -> None:
+        alice, bob, carol = world.user("alice"), world.user("bob"), world.user("carol")
+        message = await board_of(world, bot, alice, "connect4", opponent=bob, position="444444")
+        await world.press(bot, bob, message, "Accept")
+        assert message.button("4").disabled  # the full column's button
+        before = message.text
+
+        out_of_turn = await world.press(bot, bob, message, "1")
+        assert out_of_turn.ephemeral == [f"Not your turn: it is {alice.mention}'s move."]
+        stranger = await world.press(bot, carol, message, "1")
+        assert stranger.ephemeral == ["You are not playing in this game."]
+        full = await world.press(bot, alice, message, "4")  # a stale client may still press it
+        assert full.ephemeral == ["Column 4 is full."]
+        assert message.text == before  # nothing changed
+
+        # Alice wins along the bottom row; then every press is refused.
+        for mover, column in [(alice, "1"), (bob, "1"), (alice, "2"), (bob, "2"), (alice, "3")]:
+            assert (await world.press(bot, mover, message, column)).ephemeral == []
+        assert f"🔴 {alice.mention} wins after 11 moves." in message.text
+        stale = message.history[-2]["buttons"][4].custom_id  # a button of the last live board
+        done = await world.press_custom_id(bot, bob, message, stale)
+        assert done.ephemeral == ["This game is over."]
+
+    run_with_bot(world, settings, redis_url, scenario)
+
+
+def test_two_presses_racing_on_one_board_play_exactly_one_move(
+    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+) -> None:
+    world = discord_world
+
+    async def scenario(bot: Any) -> None:
+        alice, bob = world.user("alice"), world.user("bob")
+        message = await board_of(world, bot, alice, "tictactoe", opponent=bob)
+        await world.press(bot, bob, message, "Accept")
+        presses = await asyncio.gather(
+            world.press(bot, alice, message, "1"), world.press(bot, alice, message, "9")
+        )
+        refused = [p.ephemeral for p in presses if p.ephemeral]
+        assert len(refused) == 1, refused
+        assert "Move 2 · ⭕" in message.text
+
+    run_with_bot(world, settings, redis_url, scenario)
+
+
+# -- limits -------------------------------------------------------------------------------
+
+
+def test_one_game_per_user_per_channel_even_when_commands_race(
+    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+) -> None:
+    world = discord_world
+
+    async def scenario(bot: Any) -> None:
+        alice, bob, carol = world.user("alice"), world.user("bob"), world.user("carol")
+        racing = await asyncio.gather(
+            *(
+                world.slash(bot, "tictactoe", alice, guild_id=GUILD, channel_id=CHANNEL)
+                for _ in range(3)
+            )
+        )
+        boards = [i for i in racing if not i.ephemeral]
+        assert len(boards) == 1
+        for refused in (i for i in racing if i.ephemeral):
+            assert refused.ephemeral == [
+                "You already have a game or challenge in this channel: "
+                "finish it or `/resign` first."
+            ]
+        # Another channel is fine; challenging someone busy here is not.
+        other = await world.slash(bot, "tictactoe", alice, guild_id=GUILD, channel_id=CHANNEL + 1)
+        assert other.ephemeral == []
+        busy = await world.slash(
+            bot, "tictactoe", carol, guild_id=GUILD, channel_id=CHANNEL, opponent=alice
+        )
+        assert busy.ephemeral == [
+            f"{alice.mention} already has a game or challenge in this channel: "
+            "finish it or `/resign` first."
+        ]
+        selfie = await world.slash(
+            bot, "tictactoe", bob, guild_id=GUILD, channel_id=CHANNEL, opponent=bob
+        )
+        assert selfie.ephemeral == [
+            "You cannot challenge yourself: leave `opponent` empty to play plybot."
+        ]
+        robot = world.user("robot", bot=True)
+        other_bot = await world.slash(
+            bot, "tictactoe", bob, guild_id=GUILD, channel_id=CHANNEL, opponent=robot
+        )
+        assert other_bot.ephemeral == [f"{robot.mention} is a bot and cannot accept a challenge."]
+        bad = await world.slash(
+            bot, "connect4", bob, guild_id=GUILD, channel_id=CHANNEL, position="44448"
+        )
+        assert bad.ephemeral == ["Bad position: '44448': column 8 is outside 1..7 (move 5)"]
+
+    run_with_bot(world, settings, redis_url, scenario)
+
+
+def test_concurrent_games_per_guild_are_capped(
+    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+) -> None:
+    world = discord_world
+    capped = settings.model_copy(update={"bot_max_games_per_guild": 2})
+
+    async def scenario(bot: Any) -> None:
+        users = [world.user(f"u{i}") for i in range(3)]
+        for i, user in enumerate(users[:2]):
+            ok = await world.slash(bot, "tictactoe", user, guild_id=GUILD, channel_id=CHANNEL + i)
+            assert ok.ephemeral == []
+        full = await world.slash(bot, "tictactoe", users[2], guild_id=GUILD, channel_id=CHANNEL)
+        assert full.ephemeral == ["This server already has 2 games going; try again when one ends."]
+        elsewhere = await world.slash(
+            bot, "tictactoe", users[2], guild_id=GUILD + 1, channel_id=CHANNEL + 10
+        )
+        assert elsewhere.ephemeral == []  # the cap is per guild
+        await world.slash(bot, "resign", users[0], guild_id=GUILD, channel_id=CHANNEL)
+        freed = await world.slash(bot, "tictactoe", users[2], guild_id=GUILD, channel_id=CHANNEL)
+        assert freed.ephemeral == []
+
+    run_with_bot(world, capped, redis_url, scenario)
+
+
+# -- time and restarts ----------------------------------------------------------------------
+
+
+def test_inactive_game_is_forfeited_with_a_message_in_the_channel(
+    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+) -> None:
+    world = discord_world
+
+    async def scenario(bot: Any) -> None:
+        cog = bot.get_cog("Games")
+        alice = world.user("alice")
+        board = await board_of(world, bot, alice, "tictactoe", level="hard")
+        await world.press(bot, alice, board, "5")
+        await cog.idle()
+        live = board.buttons()
+        timeout = settings.bot_inactivity_timeout_s
+        await cog.sweep(now=time.time() + timeout - 5)
+        assert board.buttons() == live, "forfeited before its time"
+        await cog.sweep(now=time.time() + timeout + 1)
+        assert f"❌ {alice.mention} forfeits (no move in time): ⭕ plybot (hard) wins." in (
+            board.text
+        )
+        assert announcements(world)[-1] == (
+            f"Tic-tac-toe: {alice.mention} forfeits (no move in time); plybot (hard) wins."
+        )
+        late = await world.press_custom_id(bot, alice, board, live[0].custom_id)
+        assert late.ephemeral == ["This game is over."]
+        stats = await world.slash(bot, "stats", alice, guild_id=GUILD, channel_id=CHANNEL)
+        assert "Tic-tac-toe hard: 0 / 0 / 1" in stats.original.text
+        # Sweeping again settles nothing twice.
+        await cog.sweep(now=time.time() + timeout + 2)
+        stats = await world.slash(bot, "stats", alice, guild_id=GUILD, channel_id=CHANNEL)
+        assert "Tic-tac-toe hard: 0 / 0 / 1" in stats.original.text
+
+    run_with_bot(world, settings, redis_url, scenario)
+
+
+def test_bot_restarted_mid_game_resumes_with_the_same_buttons(
+    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+) -> None:
+    world = discord_world
+
+    async def scenario() -> None:
+        first = await start_bot(world, settings, redis_url)
+        alice = world.user("alice")
+        start = await world.slash(
+            first, "connect4", alice, guild_id=GUILD, channel_id=CHANNEL, level="medium"
+        )
+        board = start.original
+        assert board is not None
+        await world.press(first, alice, board, "4")
+        await first.get_cog("Games").idle()
+        assert f"Move 3 · 🔴 {alice.mention} to play" in board.text
+        # The bot stops right after Alice's next move, before its answer is shown.
+        await world.press(first, alice, board, "3")
+        await stop_bot(first)
+        assert "Move 4" in board.text and "is thinking" in board.text
+
+        second = await start_bot(world, settings, redis_url)  # a new process, same Redis
+        await second.get_cog("Games").idle()  # the pending move was picked up again
+        assert f"Move 5 · 🔴 {alice.mention} to play" in board.text, board.text
+        # The same custom_ids, dispatched by the new bot's registered DynamicItems, still play.
+        press = await world.press(second, alice, board, "5")
+        assert press.ephemeral == []
+        await second.get_cog("Games").idle()
+        assert f"Move 7 · 🔴 {alice.mention} to play" in board.text, board.text
+        await stop_bot(second)
+
+    asyncio.run(scenario())
+
+
+def test_a_stale_board_is_refused_and_redrawn(
+    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+) -> None:
+    world = discord_world
+
+    async def scenario(bot: Any) -> None:
+        alice, bob = world.user("alice"), world.user("bob")
+        message = await board_of(world, bot, alice, "tictactoe", opponent=bob)
+        await world.press(bot, bob, message, "Accept")
+        old = message.button("1").custom_id  # drawn at move 1
+        await world.press(bot, alice, message, "5")
+        await world.press(bot, bob, message, "1")
+        stale = await world.press_custom_id(bot, alice, message, old)
+        assert stale.ephemeral == ["That board was out of date; here is the current one."]
+        assert "Move 3 · ❌" in message.text
+
+    run_with_bot(world, settings, redis_url, scenario)
+
+
+def test_restart_settles_games_that_ended_unsettled_and_frees_vanished_ones(
+    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+) -> None:
+    world = discord_world
+
+    async def scenario() -> None:
+        bot = await start_bot(world, settings, redis_url)
+        alice, bob = world.user("alice"), world.user("bob")
+        ended = await world.slash(bot, "tictactoe", alice, guild_id=GUILD, channel_id=CHANNEL)
+        vanished = await world.slash(bot, "tictactoe", bob, guild_id=GUILD, channel_id=CHANNEL)
+        ids = [m.buttons()[0].custom_id.split(":")[2] for m in (ended.original, vanished.original)]
+        await stop_bot(bot)
+        # While the bot is down: one game ends without being settled (as if the bot died in
+        # between), the other's record expires.
+        async with Redis.from_url(redis_url) as redis:
+            store = GameStore(redis, prefix=settings.bot_key_prefix)
+            await store.resign(ids[0], str(alice.id))
+            await store.delete(ids[1])
+
+        bot = await start_bot(world, settings, redis_url)
+        stats = await world.slash(bot, "stats", alice, guild_id=GUILD, channel_id=CHANNEL)
+        assert "Tic-tac-toe medium: 0 / 0 / 1" in stats.original.text
+        for user in (alice, bob):  # both are free to start again
+            again = await world.slash(bot, "tictactoe", user, guild_id=GUILD, channel_id=CHANNEL)
+            assert again.ephemeral == []
+        await stop_bot(bot)
+
+    asyncio.run(scenario())
+
+
+def test_pressing_while_the_bot_thinks_is_refused(
+    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+) -> None:
+    world = discord_world
+
+    async def scenario(bot: Any) -> None:
+        alice = world.user("alice")
+        # A game where plybot is to move and its job is still out (here: never asked, so the
+        # state holds however fast the workers are).
+        async with Redis.from_url(redis_url) as redis:
+            store = GameStore(redis, prefix=settings.bot_key_prefix)
+            session = await store.create(
+                GameSession.start(
+                    "connect4",
+                    (BOT, str(alice.id)),
+                    level="easy",
+                    meta={"guild": str(GUILD), "channel": str(CHANNEL)},
+                )
+            )
+        board = world.post(CHANNEL, content="a board drawn before")
+        press = await world.press_custom_id(bot, alice, board, f"plybot:mv:{session.id}:0:3")
+        assert press.ephemeral == ["Not your turn: plybot is thinking."]
+
+    run_with_bot(world, settings, redis_url, scenario)
+
+
+def test_a_bot_move_in_flight_when_the_bot_stopped_is_picked_up_on_start(
+    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+) -> None:
+    world = discord_world
+
+    async def scenario() -> None:
+        alice = world.user("alice")
+        board = world.post(CHANNEL, content="the board, as the bot that died left it")
+        # A bot that died right after asking the workers for its move: the service's own
+        # steps, with nobody left to wait for the answer.
+        async with Redis.from_url(redis_url) as redis, JobClient(redis_url) as jobs:
+            service = DiscordGames(redis, jobs, settings)
+            started = await service.start(
+                guild_id=str(GUILD), channel_id=str(CHANNEL), user_id=str(alice.id),
+                game="tictactoe", level="hard",
+            )  # fmt: skip
+            assert isinstance(started, Update)
+            game_id = started.table.id
+            await service.attach_message(started.table, str(board.id))
+            assert isinstance(await service.press(game_id, str(alice.id), 0, 4), Update)
+            waiting = await service.request_bot_move(game_id)
+            assert waiting.pending is not None
+            job_id = waiting.pending.job_id
+
+            bot = await start_bot(world, settings, redis_url)
+            await bot.get_cog("Games").idle()
+            assert f"Move 3 · ❌ {alice.mention} to play" in board.text, board.text
+            played = await service.games.get(game_id)
+            done = await jobs.status(job_id)  # the very job asked for before the stop
+            assert done.status == "done" and done.result is not None
+            assert played.moves == ["5", done.result.move]
+            await stop_bot(bot)
+
+    asyncio.run(scenario())

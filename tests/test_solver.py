@@ -1,0 +1,390 @@
+"""The exact Connect Four solver: against brute force, Pons' benchmark sets, and its contracts."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import random
+import re
+import time
+
+import pytest
+
+from engine.bench import load_set
+from engine.cache import EXACT_DEPTH, CacheEntry, MemoryCache
+from engine.connect4 import Connect4
+from engine.errors import GameOverError, IllegalMoveError, NotationError
+from engine.solver import SolveProgress, Solver, SolveResult
+
+SMALL_TABLE = 1 << 20
+
+
+@functools.cache
+def solver(width: int = 7, height: int = 6) -> Solver:
+    """One solver per board for the module: the compiled code loads once."""
+    return Solver(width, height, table_bytes=4 << 20)
+
+
+# -- a reference: plain minimax over engine.connect4 -------------------------------------------
+
+
+def brute_force(position: Connect4) -> int:
+    """The exact score by full minimax (memoised on the exact position)."""
+    memo: dict[tuple[int, int], int] = {}
+
+    def value(p: Connect4) -> int:
+        if p.outcome() is not None:
+            return p.terminal_score()
+        key = (p.current, p.mask)
+        if key not in memo:
+            best = -99
+            for move in p.legal_moves():
+                p.push(move)
+                best = max(best, -value(p))
+                p.pop()
+            memo[key] = best
+        return memo[key]
+
+    return value(position.copy())
+
+
+def random_positions(width: int, height: int, empty: int, count: int, seed: int) -> list[str]:
+    """``count`` unfinished positions with ``empty`` empty cells, reached by random play."""
+    rng = random.Random(seed)
+    found: list[str] = []
+    while len(found) < count:
+        p = Connect4(width, height)
+        while p.ply < width * height - empty and p.outcome() is None:
+            p.push(rng.choice(p.legal_moves()))
+        if p.outcome() is None and p.notation() not in found:
+            found.append(p.notation())
+    return found
+
+
+def sign(x: int) -> int:
+    return (x > 0) - (x < 0)
+
+
+SMALL_BOARDS = [(4, 4, 11), (5, 4, 10), (6, 5, 10)]
+
+
+@pytest.mark.parametrize(("width", "height", "empty"), SMALL_BOARDS)
+def test_small_boards_match_brute_force(width: int, height: int, empty: int) -> None:
+    s = solver(width, height)
+    variant = f"{width}x{height}"
+    notations = random_positions(width, height, empty, 25, seed=width * 10 + height)
+    batch = s.solve_batch(notations)
+    for notation, result in zip(notations, batch, strict=True):
+        p = Connect4.parse(notation, variant)
+        exact = brute_force(p)
+        assert result.score == exact, notation
+        assert s.solve(p).score == exact, notation
+        assert s.solve(p, weak=True).score == sign(exact), notation
+        assert s.solve_batch([notation], weak=True)[0].score == sign(exact), notation
+
+
+def test_small_board_analysis_matches_brute_force() -> None:
+    s = solver(5, 4)
+    for notation in random_positions(5, 4, 11, 8, seed=7):
+        p = Connect4.parse(notation, "5x4")
+        result = s.analyze(p)
+        expected = {}
+        for move in p.legal_moves():
+            p.push(move)
+            expected[move] = -brute_force(p)
+            p.pop()
+        assert result.moves == expected, notation
+        assert result.score == max(expected.values())
+        assert result.best_move is not None and expected[result.best_move] == result.score
+        weak = s.analyze(p, weak=True)
+        assert weak.moves == {m: sign(v) for m, v in expected.items()}
+
+
+def play_out(notation: str, pv: list[int], variant: str = "7x6") -> Connect4:
+    p = Connect4.parse(notation, variant)
+    for move in pv:
+        p.push(move)
+    return p
+
+
+def assert_pv_reaches(notation: str, result: SolveResult, variant: str = "7x6") -> None:
+    """The principal variation is legal and, played to the end, realises the score."""
+    start = Connect4.parse(notation, variant)
+    end = play_out(notation, result.pv, variant)
+    assert end.outcome() is not None, "the PV runs to the end of the game"
+    outcome = end.outcome()
+    assert outcome is not None
+    if outcome.winner is None:
+        assert result.score == 0
+    else:
+        winner_stones = (end.ply + 1) // 2 if outcome.winner == 0 else end.ply // 2
+        value = start.max_score() + 4 - winner_stones
+        assert result.score == (value if outcome.winner == start.side_to_move else -value)
+
+
+@pytest.mark.parametrize("notation", ["", "1", "23", "2231", "112233"])
+def test_small_board_pv_realises_the_score(notation: str) -> None:
+    s = solver(4, 4)
+    result = s.solve(Connect4.parse(notation, "4x4"))
+    assert result.complete and result.score == brute_force(Connect4.parse(notation, "4x4"))
+    assert_pv_reaches(notation, result, "4x4")
+
+
+# -- Pons' benchmark sets -----------------------------------------------------------------------
+
+
+def check_set(name: str, every: int = 1, limit: int | None = None) -> None:
+    items = load_set(name, limit)[::every]
+    results = solver().solve_batch([moves for moves, _ in items])
+    wrong = [
+        (moves, expected, r.score)
+        for (moves, expected), r in zip(items, results, strict=True)
+        if r.score != expected
+    ]
+    assert not wrong, wrong[:5]
+    for (moves, _), r in zip(items, results, strict=True):
+        p = Connect4.parse(moves)
+        assert r.best_move in p.legal_moves()
+
+
+@pytest.mark.benchmarks
+@pytest.mark.parametrize("name", ["Test_L3_R1", "Test_L2_R1", "Test_L1_R1"])
+def test_every_position_of_the_easy_sets(benchmarks_dir: object, name: str) -> None:
+    check_set(name)
+
+
+@pytest.mark.benchmarks
+@pytest.mark.parametrize(("name", "every"), [("Test_L2_R2", 25), ("Test_L1_R2", 40)])
+def test_a_sample_of_the_medium_sets(benchmarks_dir: object, name: str, every: int) -> None:
+    """Every ``every``-th position: a fixed sample across the set, easy and hard alike."""
+    check_set(name, every=every)
+
+
+@pytest.mark.benchmarks
+def test_weak_solve_gives_the_sign(benchmarks_dir: object) -> None:
+    items = load_set("Test_L2_R2", 300)[::10]
+    s = solver()
+    batch = s.solve_batch([m for m, _ in items], weak=True)
+    assert [r.score for r in batch] == [sign(v) for _, v in items]
+    for moves, expected in items[:10]:
+        assert s.solve(Connect4.parse(moves), weak=True).score == sign(expected)
+
+
+@pytest.mark.benchmarks
+def test_analysis_agrees_with_solving_each_child(benchmarks_dir: object) -> None:
+    s = solver()
+    for moves, expected in load_set("Test_L2_R1", 200)[::40]:
+        p = Connect4.parse(moves)
+        result = s.analyze(p)
+        assert result.score == expected
+        assert result.moves is not None
+        assert set(result.moves) == set(p.legal_moves())
+        wins = set(p.winning_moves())
+        for column, score in result.moves.items():
+            child = p.copy()
+            child.push(column)
+            if column in wins:
+                assert score == p.max_score() + 4 - (p.ply // 2 + 1)
+            else:
+                assert score == -s.solve(child).score
+        batch = s.solve_batch([moves], analyze=True)[0]
+        assert batch.moves == result.moves and batch.score == expected
+        assert_pv_reaches(moves, result)
+
+
+@pytest.mark.benchmarks
+def test_pv_and_best_move_realise_the_score(benchmarks_dir: object) -> None:
+    s = solver()
+    for moves, expected in load_set("Test_L2_R2", 100)[::20]:
+        result = s.solve(Connect4.parse(moves))
+        assert result.score == expected and result.lower == result.upper == expected
+        assert result.pv[0] == result.best_move
+        assert_pv_reaches(moves, result)
+        child = Connect4.parse(moves)
+        child.push(result.best_move)
+        if child.outcome() is None:
+            assert -s.solve(child).score == expected
+
+
+# -- contracts ----------------------------------------------------------------------------------
+
+
+def test_iter_solve_narrows_then_answers() -> None:
+    s = Solver(table_bytes=SMALL_TABLE)
+    items = list(s.iter_solve(Connect4.parse("274552224131661")))
+    progress, result = items[:-1], items[-1]
+    assert isinstance(result, SolveResult) and result.score == 0 and result.complete
+    assert progress and all(isinstance(p, SolveProgress) for p in progress)
+    assert [p.iteration for p in progress] == list(range(1, len(progress) + 1))
+    for before, after in itertools.pairwise(progress):
+        assert before.lower <= after.lower <= 0 <= after.upper <= before.upper
+        assert before.nodes <= after.nodes
+    assert progress[-1].lower == progress[-1].upper == 0
+
+
+def test_the_table_survives_from_one_solve_to_the_next() -> None:
+    position = Connect4.parse("2537625266615")
+    child = position.copy()
+    child.push(1)  # the best move
+    fresh = Solver(table_bytes=16 << 20)
+    first = fresh.solve(child).nodes
+    warm = Solver(table_bytes=16 << 20)
+    warm.solve(position)
+    assert warm.solve(child).nodes < first / 2
+    again = warm.solve(position)
+    assert again.nodes < first / 2
+    warm.reset()
+    assert warm.solve(child).nodes == first
+
+
+def test_finished_and_foreign_positions_are_refused() -> None:
+    s = solver()
+    with pytest.raises(GameOverError, match="'1212121': the game is already over after move 7"):
+        s.solve(Connect4.parse("1212121"))
+    with pytest.raises(GameOverError):
+        s.analyze(Connect4.parse("1212121"))
+    with pytest.raises(NotationError, match="7x6"):
+        s.solve(Connect4.parse("1", "5x4"))
+    with pytest.raises(IllegalMoveError, match=re.escape("'4444444': column 4 is full (move 7)")):
+        s.solve_batch(["44", "4444444"])
+    outside = re.escape("'44448': column 8 is outside 1..7 (move 5)")
+    with pytest.raises(NotationError, match=outside):
+        s.solve_batch(["44448"])
+    with pytest.raises(GameOverError, match="already over after move 7"):
+        s.solve_batch(["1212121"])
+
+
+def test_immediate_wins_and_forced_losses() -> None:
+    s = solver()
+    win = s.solve(Connect4.parse("121212"))  # first player wins now with its 4th stone
+    assert (win.score, win.best_move, win.pv) == (18, 0, [0])
+    # The first player holds columns 3-5 of the bottom row: two threats, the second loses.
+    lost = s.solve(Connect4.parse("33445"))
+    assert (lost.score, lost.lower, lost.upper, lost.complete) == (-18, -18, -18, True)
+    assert lost.best_move is not None
+    assert s.analyze(Connect4.parse("33445")).moves == dict.fromkeys(range(7), -18)
+
+
+def test_deadline_is_respected_on_a_hard_position() -> None:
+    s = Solver(table_bytes=SMALL_TABLE)
+    s.solve(Connect4.parse("274552224131661"))  # loaded and warm; the empty board takes minutes
+    deadline = time.monotonic() + 0.05
+    result = s.solve(Connect4.parse(""), deadline=deadline)
+    overrun = time.monotonic() - deadline
+    assert not result.complete and result.score is None
+    assert result.lower <= 1 <= result.upper  # the empty board scores 1
+    assert overrun < 0.05, f"returned {overrun * 1000:.1f} ms past the deadline"
+    past = s.solve(Connect4.parse(""), deadline=time.monotonic() - 1)
+    assert not past.complete and past.nodes <= 1
+
+
+def test_node_limit_stops_the_search() -> None:
+    s = Solver(table_bytes=SMALL_TABLE)
+    result = s.solve(Connect4.parse("44"), node_limit=5000)
+    assert not result.complete and result.score is None
+    assert 5000 <= result.nodes <= 5001
+    analysis = s.analyze(Connect4.parse("44"), node_limit=5000)
+    assert not analysis.complete and analysis.nodes <= 5001
+
+
+# -- the external cache -------------------------------------------------------------------------
+
+MIDGAME = "2537625266615"  # score 4, one best move: column 2 (index 1)
+
+
+def mirrored(notation: str) -> str:
+    return "".join(str(8 - int(c)) for c in notation)
+
+
+def test_solve_writes_the_root_and_an_exact_hit_answers_at_once() -> None:
+    cache = MemoryCache()
+    first = Solver(table_bytes=SMALL_TABLE, cache=cache).solve(Connect4.parse(MIDGAME))
+    p = Connect4.parse(MIDGAME)
+    entry = cache.entries[("connect4", "7x6", p.key())]
+    assert (first.score, first.best_move) == (4, 1)
+    assert entry == CacheEntry(4, 4, EXACT_DEPTH, p.to_canonical(1))
+    other = Solver(table_bytes=SMALL_TABLE, cache=cache)
+    hit = other.solve(Connect4.parse(MIDGAME))
+    assert hit.cache_hit and hit.nodes == 0 and hit.complete
+    assert (hit.score, hit.best_move) == (4, 1)
+    mirror = other.solve(Connect4.parse(mirrored(MIDGAME)))
+    assert mirror.cache_hit and (mirror.score, mirror.best_move) == (4, 5)
+
+
+def test_analysis_writes_the_children_and_they_seed_the_next_solve() -> None:
+    cache = MemoryCache()
+    p = Connect4.parse(MIDGAME)
+    analysis = Solver(table_bytes=SMALL_TABLE, cache=cache).analyze(p)
+    assert analysis.moves is not None
+    for column, score in analysis.moves.items():
+        child = p.copy()
+        child.push(column)
+        entry = cache.entries[("connect4", "7x6", child.key())]
+        assert entry.exact and entry.lower == -score
+    # With the children known, a fresh solver proves the root with far fewer nodes.
+    del cache.entries[("connect4", "7x6", p.key())]
+    cold = Solver(table_bytes=SMALL_TABLE).solve(p)
+    seeded = Solver(table_bytes=SMALL_TABLE, cache=cache).solve(p)
+    assert seeded.score == cold.score == 4 and not seeded.cache_hit
+    assert seeded.nodes < cold.nodes / 4
+    assert cache.reads > 0
+
+
+def test_a_weak_result_is_cached_as_bounds() -> None:
+    cache = MemoryCache()
+    p = Connect4.parse("5455174361263362")  # -1: a loss
+    Solver(table_bytes=SMALL_TABLE, cache=cache).solve(p, weak=True)
+    entry = cache.entries[("connect4", "7x6", p.key())]
+    assert entry.upper == -1 and entry.lower < -1 and not entry.exact
+    hit = Solver(table_bytes=SMALL_TABLE, cache=cache).solve(p, weak=True)
+    assert hit.cache_hit and hit.score == -1
+    strong = Solver(table_bytes=SMALL_TABLE, cache=cache).solve(p)
+    assert not strong.cache_hit and strong.score == -1
+
+
+class RaisingCache:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def get_many(self, game: str, variant: str, keys: list[str]) -> list[CacheEntry | None]:
+        self.calls += 1
+        raise ConnectionError("redis is down")
+
+    def put_many(self, game: str, variant: str, items: list[tuple[str, CacheEntry]]) -> None:
+        self.calls += 1
+        raise ConnectionError("redis is down")
+
+
+class JunkCache:
+    """Answers with nonsense: wrong types, impossible bounds, the wrong number of entries."""
+
+    def __init__(self, answer: object) -> None:
+        self.answer = answer
+
+    def get_many(self, game: str, variant: str, keys: list[str]) -> object:
+        return self.answer(keys) if callable(self.answer) else self.answer
+
+    def put_many(self, game: str, variant: str, items: list[tuple[str, CacheEntry]]) -> None:
+        return None
+
+
+@pytest.mark.parametrize(
+    "cache",
+    [
+        RaisingCache(),
+        JunkCache(None),
+        JunkCache([]),
+        JunkCache(lambda keys: ["junk"] * len(keys)),
+        JunkCache(lambda keys: [CacheEntry(-99, 99, EXACT_DEPTH, 3)] * len(keys)),
+        JunkCache(lambda keys: [CacheEntry(5, 5, 3, 9)] * len(keys)),  # shallow: not a proof
+        JunkCache(lambda keys: [CacheEntry(0, 0, EXACT_DEPTH, 17)] + [None] * (len(keys) - 1)),
+    ],
+    ids=["raises", "none", "empty", "strings", "out-of-range", "shallow", "bad-move"],
+)
+def test_a_broken_cache_never_breaks_a_solve(cache: object) -> None:
+    s = Solver(table_bytes=SMALL_TABLE, cache=cache)  # type: ignore[arg-type]
+    result = s.solve(Connect4.parse("5455174361263362"))
+    assert result.complete and result.score == -1 and not result.cache_hit
+    assert s.analyze(Connect4.parse("5455174361263362")).score == -1
+    if isinstance(cache, RaisingCache):
+        assert cache.calls >= 2

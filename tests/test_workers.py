@@ -1,0 +1,205 @@
+"""Warm workers: priority, TTL, graceful stop, recovery from SIGKILL, progress, no fork."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+
+import pytest
+
+from worker.client import JobClient, JobFailed
+from worker.contract import AnalysisRequest, MoveRequest
+
+pytestmark = [pytest.mark.redis, pytest.mark.service]
+
+# A few seconds of pure-Python search with a progress event per depth.
+LONG = AnalysisRequest(game="connect4", position="44", mode="depth", depth=8)
+
+
+def run(coro):  # type: ignore[no-untyped-def]
+    return asyncio.run(coro)
+
+
+async def wait_running(client: JobClient, job_id: str, *, attempts: int = 1, timeout: float = 60):
+    """The job's state once it runs (its ``attempts``-th run) and has published progress."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        state = await client.status(job_id)
+        if state.status == "running" and state.attempts == attempts and state.progress:
+            return state
+        assert not state.finished, state
+        await asyncio.sleep(0.05)
+    raise TimeoutError(f"job {job_id} not running (attempt {attempts})")
+
+
+def test_interactive_jobs_are_served_before_analysis(clean_redis, redis_url, worker_pool) -> None:  # type: ignore[no-untyped-def]
+    async def go() -> None:
+        async with JobClient(redis_url) as client:
+            analyses = [
+                await client.submit(AnalysisRequest(game="tictactoe", position=p, mode="solve"))
+                for p in ("1", "2", "3", "4")
+            ]
+            move = await client.submit(MoveRequest(game="tictactoe", position="5", level="hard"))
+            worker_pool(1, wait=False)  # starts with five jobs waiting
+            for job_id in [*analyses, move]:
+                await client.result(job_id, timeout=120)
+            started = {j: (await client.status(j)).started_at for j in [*analyses, move]}
+            assert all(started[move] < started[a] for a in analyses)
+
+    run(go())
+
+
+def test_workers_drop_stale_bot_moves(clean_redis, redis_url, worker_pool) -> None:  # type: ignore[no-untyped-def]
+    # Only the analysis queue is served: the reaper in the worker drops the waiting move.
+    worker_pool(1, queues="analysis", env={"PLYBOT_INTERACTIVE_TTL_S": "0.5"})
+
+    async def go() -> None:
+        async with JobClient(redis_url) as client:  # its own TTL is the default 20 s
+            job_id = await client.submit(MoveRequest(position="4", level="easy"))
+            with pytest.raises(JobFailed) as failed:
+                await client.result(job_id, timeout=15)
+            assert failed.value.error.startswith("dropped: no worker started this bot move")
+
+    run(go())
+
+
+def test_one_warm_process_serves_job_after_job(redis_url, worker_pool) -> None:  # type: ignore[no-untyped-def]
+    pool = worker_pool(1)
+    ((name, info),) = pool.workers().items()
+
+    async def go() -> set[str]:
+        async with JobClient(redis_url) as client:
+            names = set()
+            for position in ("1", "2", "3", "12", "13"):
+                result = await client.analyze(
+                    AnalysisRequest(game="tictactoe", position=position, mode="solve"), timeout=60
+                )
+                names.add(result.worker)
+            return names
+
+    assert run(go()) == {name}
+    # Same process throughout: no fork per job, so its tables stay warm.
+    assert pool.workers()[name]["pid"] == info["pid"]
+
+
+def test_progress_events_arrive_in_order_then_the_result(redis_url, worker_pool) -> None:  # type: ignore[no-untyped-def]
+    worker_pool(1)
+    request = AnalysisRequest(game="connect4", position="4453", mode="depth", depth=6)
+
+    async def go() -> None:
+        async with JobClient(redis_url) as client:
+            job_id = await client.submit(request)
+            events = [event async for event in client.events(job_id, timeout=120)]
+            assert [e.type for e in events][-1] == "done"
+            progress = [e.progress for e in events[:-1]]
+            assert [p.depth for p in progress] == list(range(1, 7))
+            assert [e.seq for e in events[:-1]] == list(range(6))
+            assert all(p.pv and p.nodes > 0 for p in progress)
+            assert [p.nodes for p in progress] == sorted(p.nodes for p in progress)
+            result = events[-1].result
+            assert result.depth == 6 and result.score == progress[-1].score
+            # A late subscriber gets the whole history, then the result.
+            late = [event async for event in client.events(job_id, timeout=10)]
+            assert [e.progress for e in late[:-1]] == progress and late[-1].result == result
+            assert await client.progress(job_id) == progress
+
+    run(go())
+
+
+def test_sigterm_finishes_the_job_in_hand_and_takes_no_new_one(redis_url, worker_pool) -> None:  # type: ignore[no-untyped-def]
+    pool = worker_pool(1)
+
+    async def go() -> None:
+        async with JobClient(redis_url) as client:
+            job_id = await client.submit(LONG)
+            await wait_running(client, job_id)
+            pool.process.send_signal(signal.SIGTERM)
+            await asyncio.sleep(0.3)
+            later = await client.submit(AnalysisRequest(game="tictactoe", position="9"))
+            result = await client.result(job_id, timeout=120)
+            assert result.depth == LONG.depth
+            assert await asyncio.to_thread(pool.process.wait, 60) == 0
+            assert (await client.status(later)).status == "queued"
+            await client.cancel(later)
+
+    run(go())
+    assert not pool.workers()
+
+
+def test_a_job_whose_worker_is_killed_completes_on_another(redis_url, worker_pool) -> None:  # type: ignore[no-untyped-def]
+    pool = worker_pool(2)
+
+    async def go() -> None:
+        async with JobClient(redis_url) as client:
+            job_id = await client.submit(LONG)
+            first = await wait_running(client, job_id)
+            killed_at = time.monotonic()
+            pid = pool.kill_worker(first.worker)
+            second = await wait_running(client, job_id, attempts=2, timeout=30)
+            assert time.monotonic() - killed_at < 30
+            assert second.worker != first.worker
+            result = await client.result(job_id, timeout=120)
+            assert result.worker == second.worker and result.depth == LONG.depth
+            state = await client.status(job_id)
+            assert state.attempts == 2 and state.status == "done"
+            with pytest.raises(ProcessLookupError):
+                os.kill(pid, 0)
+
+    run(go())
+    pool.wait_ready(2)  # the supervisor replaced the dead worker
+
+
+def test_a_second_death_fails_the_job_with_a_clear_error(redis_url, worker_pool) -> None:  # type: ignore[no-untyped-def]
+    pool = worker_pool(2, env={"PLYBOT_JOB_MAX_ATTEMPTS": "2"})
+
+    async def go() -> None:
+        async with JobClient(redis_url) as client:
+            job_id = await client.submit(LONG)
+            waiter = asyncio.create_task(client.result(job_id, timeout=120))
+            first = await wait_running(client, job_id)
+            pool.kill_worker(first.worker)
+            second = await wait_running(client, job_id, attempts=2, timeout=30)
+            pool.kill_worker(second.worker)
+            with pytest.raises(JobFailed) as failed:
+                await waiter
+            error = failed.value.error
+            assert "worker running this job died" in error and "2 times" in error
+            assert second.worker in error
+
+    run(go())
+
+
+def test_a_job_taken_by_a_worker_that_died_at_once_is_not_lost(
+    clean_redis, redis_url, worker_pool
+) -> None:  # type: ignore[no-untyped-def]
+    # A worker popped the id and died before marking the job running: the job is on no
+    # queue and nobody runs it. The reaper finds it and queues it again.
+    async def go() -> None:
+        async with JobClient(redis_url) as client:
+            job_id = await client.submit(AnalysisRequest(game="tictactoe", position="19"))
+            assert clean_redis.lpop("rq:queue:analysis").decode() == job_id  # the "dead" pop
+            worker_pool(1, env={"PLYBOT_LOST_JOB_AFTER_S": "1"})
+            result = await client.result(job_id, timeout=30)
+            assert result.exact
+            assert (await client.status(job_id)).attempts == 1
+
+    run(go())
+
+
+def test_workers_carry_on_after_redis_restarts(redis_server, redis_url, worker_pool) -> None:  # type: ignore[no-untyped-def]
+    pool = worker_pool(1)
+    redis_server.stop()
+    time.sleep(2)
+    redis_server.start()  # same port, empty (the tests' Redis keeps no data)
+
+    async def go() -> None:
+        async with JobClient(redis_url) as client:
+            result = await client.analyze(
+                AnalysisRequest(game="tictactoe", position="28"), timeout=60
+            )
+            assert result.exact and result.worker in pool.workers()
+
+    run(go())
+    assert pool.process.poll() is None

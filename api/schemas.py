@@ -125,6 +125,32 @@ class AnalysisView(BaseModel):
         )
 
 
+class AnalysisCanceled(BaseModel):
+    """``DELETE /v1/analyses/{id}``: what the cancel did, and the analysis then."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "id": "3f2a9c0d8e7b4a1f9c2d3e4f5a6b7c8d",
+                    "outcome": "canceled",
+                    "message": "canceled: it had not started",
+                    "status": "failed",
+                }
+            ]
+        }
+    )
+
+    id: str
+    outcome: Literal["canceled", "stopping", "shared"] = Field(
+        description="`canceled`: it was waiting and has failed now; `stopping`: it is running "
+        "and fails at its next progress event (unless it finishes first); `shared`: identical "
+        "requests share this job and another requester still waits for it, so it goes on."
+    )
+    message: str = Field(description="The outcome in one line.")
+    status: JobStatus = Field(description="The analysis's status after the cancel.")
+
+
 class GameCreate(BaseModel):
     """``POST /v1/games``: a game against plybot."""
 

@@ -213,6 +213,7 @@ def test_a_solved_position_comes_back_from_the_cache(
     again = solve(http, **body)["result"]  # a new job: the first one finished
     assert first["score"] == again["score"] == int(score)
     assert again["cache"] == "hit"
+    assert again["worker"] == "cache"  # answered at submission, never queued
 
 
 # -- what the service reports -----------------------------------------------------------------

@@ -16,8 +16,9 @@ Usage (async; one client per process, opened at start-up, closed at shutdown)::
     async for event in client.events(job_id):  # history, then live; ends with done/failed
         ...                                    # Event(type="progress"|"done"|"failed", ...)
     await client.cancel(job_id)                # queued: fails now; running: at the next depth
+    await client.withdraw(job_id)              # one requester's cancel of a shared job
 
-    submitted = await client.enqueue(request)  # Submitted(id, status, new): one round trip
+    submitted = await client.enqueue(request)  # Submitted(id, status, new, state)
     result = await client.analyze(request, timeout=30)  # submit + result, fewest round trips
     move = await client.move(MoveRequest(position="44", level="hard", deadline_ms=1500), timeout=10)
     print(move.move, move.score)              # the bot's move in the game's notation
@@ -35,6 +36,15 @@ worker that died twice), :class:`JobTimeout` (still running when ``timeout``
 ran out; the job goes on). Redis being down raises ``redis.exceptions.ConnectionError``
 (the API turns it into 503).
 
+Answered at submission: an exact Connect Four solve whose answer the shared
+position cache already holds (the root's exact entry; every child's for
+``moves="all"``: :func:`engine.analysis.cached_exact`, as a worker would read it)
+is recorded as a finished job at once, never queued: same record, id scheme,
+events and webhook as a worker's answer, ``"cache": "hit"``, ``"worker": "cache"``.
+Its lookups count in the cache's hits and misses; a lookup that cannot answer is
+not counted (the worker that takes the job looks the same keys up and counts
+them). Any trouble with the cache or the recording falls through to the queue.
+
 Waiting never polls in a loop: ``wait``/``result``/``analyze``/``move`` read the
 state once (a finished job answers at once), then block on the job's own done
 list (``BLMOVE`` from it to itself: the final event is seen, not taken, so any
@@ -49,6 +59,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 from collections.abc import AsyncIterator
 from types import TracebackType
@@ -58,6 +69,8 @@ import redis
 import redis.asyncio as aioredis
 from pydantic import BaseModel
 
+from engine.analysis import cached_exact
+from engine.connect4 import Connect4
 from worker import keys
 from worker.contract import (
     AnalysisRequest,
@@ -68,7 +81,8 @@ from worker.contract import (
     MoveResult,
     Progress,
 )
-from worker.jobstore import SUBMIT, JobStore, job_state_from_hash
+from worker.jobstore import ANSWERED, SUBMIT, JobStore, job_state_from_hash
+from worker.position_cache import CACHE_STATS, CacheProbe, RedisPositionCache
 from worker.settings import Settings, get_settings
 
 __all__ = [
@@ -83,7 +97,12 @@ __all__ = [
     "WorkerStatus",
 ]
 
+log = logging.getLogger(__name__)
+
 _SAFETY_RECHECK_S = 1.0
+
+#: ``Submitted.worker`` / ``AnalysisResult.worker`` of a job answered at submission.
+CACHE_WORKER = "cache"
 
 
 class JobError(Exception):
@@ -116,11 +135,16 @@ class JobTimeout(JobError, TimeoutError):
 
 
 class Submitted(NamedTuple):
-    """A submitted job: its id, its status then, and whether this call created it."""
+    """A submitted job: its id, its status then, and whether this call created it.
+
+    ``state``: the finished job's state when the shared cache answered it at
+    submission (status ``done``; nothing to read back), else ``None``.
+    """
 
     id: str
     status: str
     new: bool
+    state: JobState | None = None
 
 
 class QueueStatus(BaseModel):
@@ -171,6 +195,13 @@ class JobClient:
         )
         self.store = JobStore(self._sync, self.settings)
         self._submit = self.redis.register_script(SUBMIT)
+        self._answered = self.redis.register_script(ANSWERED)
+        # The workers' shared position cache, read at submission (synchronous, with its
+        # short timeout and circuit breaker: called in a thread).
+        self.cache: RedisPositionCache | None = None
+        if self.settings.cache_enabled:
+            self.cache = RedisPositionCache(self.settings.cache_url or url, self.settings)
+        self._cache_in_job_redis = self.settings.cache_url in (None, "", url)
 
     async def __aenter__(self) -> JobClient:
         return self
@@ -186,6 +217,8 @@ class JobClient:
     async def aclose(self) -> None:
         await self.redis.aclose()
         self._sync.close()
+        if self.cache is not None:
+            self.cache.close()
 
     async def ping(self) -> bool:
         """True if Redis answers (raises ``redis.ConnectionError`` if not)."""
@@ -198,7 +231,15 @@ class JobClient:
         return (await self.enqueue(request)).id
 
     async def enqueue(self, request: AnalysisRequest | MoveRequest) -> Submitted:
-        """Like :meth:`submit`, with the job's status then (one round trip for both)."""
+        """Like :meth:`submit`, with the job's status then (one round trip for both).
+
+        An analysis the shared cache answers exactly is finished here (status ``done``,
+        ``state`` set; see the module docstring); anything else is queued.
+        """
+        if isinstance(request, AnalysisRequest):
+            answered = await self._answer_from_cache(request)
+            if answered is not None:
+                return answered
         script_keys, args = self.store.prepare_submit(request)
         job_id, status = await self._submit(keys=script_keys, args=args)
         return Submitted(id=str(job_id), status=str(status), new=str(job_id) == str(args[0]))
@@ -300,12 +341,20 @@ class JobClient:
         """Cancel the job (False if it is unknown or already finished)."""
         return await asyncio.to_thread(self.store.cancel, job_id)
 
+    async def withdraw(self, job_id: str) -> str:
+        """One requester's cancel: the job stops only if no other requester shares it.
+
+        Returns what happened, as :meth:`worker.jobstore.JobStore.withdraw`:
+        ``"unknown"``, ``"done"``/``"failed"`` (finished, untouched), ``"shared"``
+        (it goes on for the others), ``"canceled"`` (it was waiting: failed now) or
+        ``"stopping"`` (running: it fails at its next progress event).
+        """
+        return await asyncio.to_thread(self.store.withdraw, job_id)
+
     # -- service ---------------------------------------------------------------------
 
     async def service_status(self) -> ServiceStatus:
         """Queue lengths and oldest wait, workers alive/busy, running jobs, cache hits/misses."""
-        from worker.position_cache import CACHE_STATS
-
         r = self.redis
         now = time.time()
         queues = []
@@ -351,6 +400,29 @@ class JobClient:
 
     # -- internals -------------------------------------------------------------------
 
+    async def _answer_from_cache(self, request: AnalysisRequest) -> Submitted | None:
+        """The job recorded finished if the shared cache answers ``request`` exactly, else
+        ``None`` (then it is queued). Never raises: any trouble means ``None``."""
+        if self.cache is None or request.mode != "solve" or not self.cache.available:
+            return None
+        board = request.board()
+        if not isinstance(board, Connect4):
+            return None
+        try:
+            found = await asyncio.to_thread(_exact_from_cache, self.cache, board, request)
+            if found is None:
+                return None
+            result, hits, misses = found
+            counts = (CACHE_STATS, hits, misses) if self._cache_in_job_redis else None
+            state, script_keys, args = self.store.prepare_answered(request, result, counts)
+            await self._answered(keys=script_keys, args=args)
+            if not self._cache_in_job_redis:
+                await asyncio.to_thread(self.cache.add_stats, hits, misses)
+        except Exception as exc:  # the queue answers it; never fail for the shortcut
+            log.warning("answering from the cache at submission failed: %r", exc)
+            return None
+        return Submitted(id=state.id, status="done", new=True, state=state)
+
     async def _submit_and_wait(
         self, request: AnalysisRequest | MoveRequest, timeout: float | None
     ) -> AnalysisResult | MoveResult:
@@ -361,6 +433,8 @@ class JobClient:
         safety net, and the dropping of a stale bot move when no worker runs).
         """
         submitted = await self.enqueue(request)
+        if submitted.state is not None and submitted.state.result is not None:
+            return submitted.state.result  # answered at submission
         if not submitted.new:  # an identical analysis in flight: wait for that one
             return await self.result(submitted.id, timeout)
         final = await self._await_done(submitted.id, timeout)
@@ -419,6 +493,19 @@ class JobClient:
             await asyncio.to_thread(self.store.expire_waiting)
             state = await self.status(job_id)
         return state
+
+
+def _exact_from_cache(
+    cache: RedisPositionCache, board: Connect4, request: AnalysisRequest
+) -> tuple[AnalysisResult, int, int] | None:
+    """The exact answer to a solve of ``board`` from the shared cache alone, with the
+    lookup's hits and misses, or ``None`` (synchronous: one ``MGET``)."""
+    probe = CacheProbe(cache)
+    start = time.monotonic()
+    known = cached_exact(board, probe, all_moves=request.moves == "all", start=start)
+    if known is None:
+        return None
+    return AnalysisResult.of(board, known, CACHE_WORKER), probe.hits, probe.misses
 
 
 def _final_event(state: JobState) -> Event:

@@ -17,12 +17,15 @@ the side to move; Connect Four 7x6 as in Pons' benchmark files).
 from __future__ import annotations
 
 import hashlib
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from engine.game import Game, get_game, new_game, require_ongoing
 from worker.settings import get_settings
+
+if TYPE_CHECKING:
+    from engine.analysis import Analysis
 
 __all__ = [
     "LEVELS",
@@ -188,8 +191,32 @@ class AnalysisResult(BaseModel):
     cache: Literal["hit", "miss"] = Field(
         description="`hit` when the root position came from the shared cache."
     )
-    worker: str = Field(description="Name of the worker that answered.")
+    worker: str = Field(
+        description="Name of the worker that answered; `cache` when the shared cache answered "
+        "the request exactly at submission."
+    )
     note: str = ""
+
+    @classmethod
+    def of(cls, board: Game, analysis: Analysis, worker: str) -> AnalysisResult:
+        """The contract's view of the engine's ``analysis`` of ``board`` (moves in its notation)."""
+        moves = None
+        if analysis.moves is not None:
+            moves = {board.move_name(m): s for m, s in sorted(analysis.moves.items())}
+        best = analysis.best_move
+        return cls(
+            best_move=None if best is None else board.move_name(best),
+            score=analysis.score,
+            exact=analysis.exact,
+            pv=[board.move_name(m) for m in analysis.pv],
+            moves=moves,
+            depth=analysis.depth,
+            nodes=analysis.nodes,
+            time_ms=round(analysis.time_ms, 3),
+            cache="hit" if analysis.cache_hit else "miss",
+            worker=worker,
+            note=analysis.note,
+        )
 
 
 class MoveResult(BaseModel):

@@ -88,17 +88,20 @@ redis.call('EXPIRE', KEYS[9], 60)
 return 1
 """
 
-# Enqueue a job, or return the id of an identical analysis in flight: {id, status}.
-# KEYS: dedupe key ('' for none), our record, RQ's record, RQ's queue, RQ's set of
-# queues, stats. ARGV: id, dedupe TTL, n, n field/value pairs of our record,
-# m, m pairs of RQ's record.
+# Enqueue a job, or return the id of an identical analysis in flight: {id, status}
+# (counting one more requester of it). KEYS: dedupe key ('' for none), our record,
+# RQ's record, RQ's queue, RQ's set of queues, stats. ARGV: id, dedupe TTL, n, n
+# field/value pairs of our record, m, m pairs of RQ's record.
 SUBMIT = """
 local id = ARGV[1]
 if KEYS[1] ~= '' then
   local other = redis.call('GET', KEYS[1])
   if other then
     local status = redis.call('HGET', 'plybot:job:' .. other, 'status')
-    if status == 'queued' or status == 'running' then return {other, status} end
+    if status == 'queued' or status == 'running' then
+      redis.call('HINCRBY', 'plybot:job:' .. other, 'requesters', 1)
+      return {other, status}
+    end
   end
   redis.call('SET', KEYS[1], id, 'EX', ARGV[2])
 end
@@ -111,6 +114,41 @@ redis.call('SADD', KEYS[5], KEYS[4])
 redis.call('HINCRBY', KEYS[6], 'submitted', 1)
 redis.call('ZADD', KEYS[7], ARGV[#ARGV], id)
 return {id, 'queued'}
+"""
+
+# Record a job answered at submission (from the shared position cache): finished at
+# once, as the finish script would leave it, never queued. KEYS: our record, its done
+# list, stats, the cache's counters ('' when the cache lives in another Redis).
+# ARGV: result TTL, the final event, cache hits, misses, then field/value pairs.
+ANSWERED = """
+redis.call('HSET', KEYS[1], unpack(ARGV, 5, #ARGV))
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+redis.call('RPUSH', KEYS[2], ARGV[2])
+redis.call('EXPIRE', KEYS[2], 60)
+redis.call('HINCRBY', KEYS[3], 'submitted', 1)
+redis.call('HINCRBY', KEYS[3], 'done', 1)
+redis.call('HINCRBY', KEYS[3], 'cached', 1)
+if KEYS[4] ~= '' then
+  if ARGV[3] ~= '0' then redis.call('HINCRBY', KEYS[4], 'hits', ARGV[3]) end
+  if ARGV[4] ~= '0' then redis.call('HINCRBY', KEYS[4], 'misses', ARGV[4]) end
+end
+return 1
+"""
+
+# One requester withdraws from a job: 'unknown', the final status ('done'/'failed'),
+# 'shared' (other requesters still wait for it: it goes on), or 'cancel' (it was the
+# last: the caller cancels it; its dedupe key is dropped first, so that no identical
+# request joins a job being canceled). A record without the count has one requester.
+_WITHDRAW = """
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status then return 'unknown' end
+if status ~= 'queued' and status ~= 'running' then return status end
+if redis.call('HINCRBY', KEYS[1], 'requesters', -1) > 0 then return 'shared' end
+local dedupe = redis.call('HGET', KEYS[1], 'dedupe')
+if dedupe and dedupe ~= '' and redis.call('GET', dedupe) == ARGV[1] then
+  redis.call('DEL', dedupe)
+end
+return 'cancel'
 """
 
 # Start a queued job: returns {attempt number, enqueued_at}, or {0, ''} if the job
@@ -190,6 +228,7 @@ class JobStore:
         self._finish = connection.register_script(_FINISH)
         self._start = connection.register_script(_START)
         self._submit = connection.register_script(SUBMIT)
+        self._withdraw = connection.register_script(_WITHDRAW)
 
     def queue(self, name: str) -> Queue:
         queue = self._queues.get(name)
@@ -239,6 +278,7 @@ class JobStore:
             "attempts": 0,
             "enqueued_at": repr(time.time()),
             "dedupe": dedupe_key,
+            "requesters": 1,
         }
         rq_record = {**rq_job.to_dict(), "status": JobStatus.QUEUED.value}
         # Held while the job is in flight; the TTL only guards against a lost job record.
@@ -267,6 +307,60 @@ class JobStore:
         script_keys, args = self.prepare_submit(request)
         job_id, _status = self._submit(keys=script_keys, args=args)
         return str(_text(job_id))
+
+    def prepare_answered(
+        self,
+        request: AnalysisRequest,
+        result: AnalysisResult,
+        cache_counts: tuple[str, int, int] | None = None,
+    ) -> tuple[JobState, list[str], list[Any]]:
+        """A job answered at submission (no I/O): its state, and the keys and arguments
+        of :data:`ANSWERED` that record it finished, as a worker's finish would.
+
+        The record is the one a worker leaves (a new id, ``worker`` is ``result.worker``,
+        no attempts, no progress events), so ``GET``, the event stream, waiters and
+        webhooks treat it like any finished job. ``cache_counts``: (counters hash, hits,
+        misses) of the lookup that answered, added in the same round trip.
+        """
+        job_id = uuid.uuid4().hex
+        now = time.time()
+        state = JobState(
+            id=job_id,
+            kind="analysis",
+            status="done",
+            request=request,
+            result=result,
+            worker=result.worker,
+            attempts=0,
+            enqueued_at=now,
+            started_at=now,
+            ended_at=now,
+        )
+        record = {
+            "kind": "analysis",
+            "queue": "analysis",
+            "request": request.model_dump_json(),
+            "status": "done",
+            "result": result.model_dump_json(),
+            "worker": result.worker,
+            "attempts": 0,
+            "enqueued_at": repr(now),
+            "started_at": repr(now),
+            "ended_at": repr(now),
+            "dedupe": "",
+            "requesters": 1,
+        }
+        stats_key, hits, misses = cache_counts or ("", 0, 0)
+        event = Event(type="done", job_id=job_id, result=result)
+        args: list[Any] = [
+            self.settings.result_ttl_s,
+            event.model_dump_json(exclude_none=True),
+            hits,
+            misses,
+        ]
+        for item in record.items():
+            args += item
+        return state, [keys.job(job_id), keys.done(job_id), keys.STATS, stats_key], args
 
     def state(self, job_id: str) -> JobState | None:
         return job_state_from_hash(job_id, self.redis.hgetall(keys.job(job_id)))
@@ -303,15 +397,40 @@ class JobStore:
     def cancel(self, job_id: str) -> bool:
         """Cancel a job: a waiting one fails at once, a running one at its next progress event.
 
-        False if the job is unknown or already finished.
+        False if the job is unknown or already finished. Every requester sharing the
+        job sees it fail (an operator's cancel); :meth:`withdraw` is one requester's.
         """
         status = _text(self.redis.hget(keys.job(job_id), "status"))
         if status not in ("queued", "running"):
             return False
-        if status == "queued" and self.remove_waiting(job_id, "canceled by the requester"):
-            return True
-        self.redis.set(keys.cancel(job_id), 1, ex=self.settings.analysis_timeout_s + 60)
+        self._stop(job_id, status)
         return True
+
+    def withdraw(self, job_id: str) -> str:
+        """One requester's cancel of a job that identical requests may share.
+
+        Returns ``"unknown"``; ``"done"`` or ``"failed"`` (already finished, left as
+        it is); ``"shared"`` (another requester still waits for it: it goes on, and
+        identical requests keep joining it); ``"canceled"`` (it was waiting: it failed
+        now, ``canceled by the requester``); or ``"stopping"`` (it is running: it fails
+        at its next progress event, unless it finishes first).
+        """
+        outcome = str(_text(self._withdraw(keys=[keys.job(job_id)], args=[job_id])))
+        if outcome != "cancel":
+            return outcome
+        status = _text(self.redis.hget(keys.job(job_id), "status"))
+        if status not in ("queued", "running"):  # finished meanwhile
+            return str(status or "unknown")
+        return self._stop(job_id, status)
+
+    def _stop(self, job_id: str, status: str | None) -> str:
+        """Fail a waiting job now (``"canceled"``), or ask its worker to stop (``"stopping"``)."""
+        if status == "queued" and self.remove_waiting(job_id, "canceled by the requester"):
+            return "canceled"
+        # Running (or taken by a worker since): the worker reads this flag with each
+        # batch of progress events it publishes.
+        self.redis.set(keys.cancel(job_id), 1, ex=self.settings.analysis_timeout_s + 60)
+        return "stopping"
 
     # -- worker side -------------------------------------------------------------
 

@@ -35,7 +35,14 @@ import redis
 from engine.cache import CacheEntry
 from worker.settings import Settings, get_settings
 
-__all__ = ["CACHE_STATS", "KEY_PREFIX", "RedisPositionCache", "cache_stats", "reset_cache_stats"]
+__all__ = [
+    "CACHE_STATS",
+    "KEY_PREFIX",
+    "CacheProbe",
+    "RedisPositionCache",
+    "cache_stats",
+    "reset_cache_stats",
+]
 
 log = logging.getLogger(__name__)
 
@@ -122,12 +129,26 @@ class RedisPositionCache:
         self._hits = self._misses = 0
 
     def get_many(self, game: str, variant: str, keys: Sequence[str]) -> list[CacheEntry | None]:
+        found = self._read(game, variant, keys, send_counts=True)
+        hits = sum(entry is not None for entry in found)
+        self._hits += hits
+        self._misses += len(found) - hits
+        self.hits += hits
+        self.misses += len(found) - hits
+        return found
+
+    def _read(
+        self, game: str, variant: str, keys: Sequence[str], *, send_counts: bool
+    ) -> list[CacheEntry | None]:
+        """One entry (or ``None``) per key, in one round trip that also carries the counts
+        not yet sent when ``send_counts``; any trouble reads as "nothing known"."""
         if not keys or not self.available:
             return [None] * len(keys)
         try:
             with self.redis.pipeline(transaction=False) as pipe:
                 pipe.mget([entry_key(game, variant, k) for k in keys])
-                self._with_counters(pipe)
+                if send_counts:
+                    self._with_counters(pipe)
                 values = pipe.execute()[0]
         except (redis.RedisError, OSError) as exc:
             self._trip(exc)
@@ -138,11 +159,6 @@ class RedisPositionCache:
                 found.append(decode(value) if value else None)
             except ValueError:  # a malformed entry is a miss, never a wrong answer
                 found.append(None)
-        hits = sum(entry is not None for entry in found)
-        self._hits += hits
-        self._misses += len(found) - hits
-        self.hits += hits
-        self.misses += len(found) - hits
         return found
 
     def put_many(self, game: str, variant: str, items: Sequence[tuple[str, CacheEntry]]) -> None:
@@ -175,8 +191,49 @@ class RedisPositionCache:
         except (redis.RedisError, OSError) as exc:
             self._trip(exc)
 
+    def add_stats(self, hits: int, misses: int) -> None:
+        """Add a :class:`CacheProbe`'s counts to the shared counters now (one round trip)."""
+        if not (hits or misses) or not self.available:
+            return
+        try:
+            with self.redis.pipeline(transaction=False) as pipe:
+                if hits:
+                    pipe.hincrby(CACHE_STATS, "hits", hits)
+                if misses:
+                    pipe.hincrby(CACHE_STATS, "misses", misses)
+                pipe.execute()
+        except (redis.RedisError, OSError) as exc:
+            self._trip(exc)
+
     def close(self) -> None:
         self.redis.close()
+
+
+class CacheProbe:
+    """A read-only :class:`engine.cache.PositionCache` view of a :class:`RedisPositionCache`
+    for one request, counting its own hits and misses instead of the shared cache's.
+
+    For a caller that decides afterwards whether its lookups count: the job client
+    answering a request from the cache at submission counts them only when it did
+    answer (otherwise the worker that takes the job looks the same keys up again,
+    and counts them then). Safe to use from several threads at once: one probe per
+    request, and the shared counters are untouched. Writes are dropped.
+    """
+
+    def __init__(self, cache: RedisPositionCache) -> None:
+        self.cache = cache
+        self.hits = 0
+        self.misses = 0
+
+    def get_many(self, game: str, variant: str, keys: Sequence[str]) -> list[CacheEntry | None]:
+        found = self.cache._read(game, variant, keys, send_counts=False)
+        hits = sum(entry is not None for entry in found)
+        self.hits += hits
+        self.misses += len(found) - hits
+        return found
+
+    def put_many(self, game: str, variant: str, items: Sequence[tuple[str, CacheEntry]]) -> None:
+        return None
 
 
 def cache_stats(connection: redis.Redis) -> dict[str, int]:

@@ -1,4 +1,5 @@
-"""``/v1/analyses``: submit an analysis, read it (or wait for it), stream its progress."""
+"""``/v1/analyses``: submit an analysis (and wait for it), read it, stream its progress,
+cancel it."""
 
 from __future__ import annotations
 
@@ -6,13 +7,13 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, HTTPException, Query, Response
 from fastapi.sse import EventSourceResponse, format_sse_event
 
 from api.callbacks import refusal
 from api.deps import CallbacksDep, ClientDep, RateLimited, SettingsDep, check_wait
 from api.errors import unprocessable
-from api.schemas import AnalysisAccepted, AnalysisCreate, AnalysisView
+from api.schemas import AnalysisAccepted, AnalysisCanceled, AnalysisCreate, AnalysisView
 from worker.client import JobClient, UnknownJob
 from worker.contract import Event, JobState
 
@@ -34,12 +35,29 @@ async def _analysis(client: JobClient, analysis_id: str) -> JobState:
     return state
 
 
+def _wait_query(action: str) -> Any:
+    return Query(
+        0,
+        ge=0,
+        description=f"Wait up to this many seconds for the result (bounded by the server's "
+        f"`PLYBOT_API_MAX_WAIT_S`); {action} as soon as it is done.",
+    )
+
+
 @router.post(
     "",
     status_code=202,
     response_model=AnalysisAccepted,
     responses={
-        202: {"description": "Queued; poll `status_url` or stream `events_url`."},
+        200: {
+            "model": AnalysisView,
+            "description": "Finished within `?wait=S` (or answered at once from the shared "
+            "cache): the analysis, as `GET /v1/analyses/{id}` shows it.",
+        },
+        202: {
+            "description": "Queued (or not finished within `?wait=S`); poll `status_url` or "
+            "stream `events_url`."
+        },
         422: {"description": "A field is invalid; `message` names it and says why."},
         429: {"description": "Past this client's rate limit; see `Retry-After`."},
     },
@@ -50,9 +68,14 @@ async def create_analysis(
     client: ClientDep,
     settings: SettingsDep,
     callbacks: CallbacksDep,
-) -> AnalysisAccepted:
-    """Queue an analysis: `solve` (exact), `depth` N plies, or `time` T ms; `moves: all`
-    scores every move. Identical requests in flight share one job (and one id)."""
+    wait: float = _wait_query("answers 200 with the analysis"),
+) -> AnalysisAccepted | Response:
+    """Submit an analysis: `solve` (exact), `depth` N plies, or `time` T ms; `moves: all`
+    scores every move. Identical requests in flight share one job (and one id); an exact
+    solve the shared cache already holds is finished at once, never queued.
+
+    With `?wait=S`: 200 with the analysis if it finishes within S seconds, else 202."""
+    check_wait(wait, settings)
     if body.callback_url is not None:
         why = refusal(body.callback_url, settings)
         if why is not None:
@@ -62,6 +85,16 @@ async def create_analysis(
     if body.callback_url is not None:
         await callbacks.schedule(job_id, body.callback_url)
     url = f"/v1/analyses/{job_id}"
+    if wait > 0:
+        # Answered at submission: the state is in hand, nothing to read back.
+        state = submitted.state or await client.wait(job_id, timeout=wait)
+        if state.finished:
+            # A Response of our own: no second validation of a view built from the record.
+            return Response(
+                AnalysisView.of(state).model_dump_json(),
+                media_type="application/json",
+                headers={"Location": url},
+            )
     response.headers["Location"] = url
     return AnalysisAccepted(
         id=job_id, status=submitted.status, status_url=url, events_url=f"{url}/events"
@@ -73,12 +106,7 @@ async def get_analysis(
     analysis_id: str,
     client: ClientDep,
     settings: SettingsDep,
-    wait: float = Query(
-        0,
-        ge=0,
-        description="Wait up to this many seconds for the result (bounded by the server's "
-        "`PLYBOT_API_MAX_WAIT_S`); answers as soon as it is done.",
-    ),
+    wait: float = _wait_query("answers"),
 ) -> AnalysisView:
     """Where the analysis stands: `queued`, `running` (with the latest depth in `progress`),
     `done` (with `result`) or `failed` (with `error`)."""
@@ -91,6 +119,45 @@ async def get_analysis(
     if state.kind != "analysis":
         raise UnknownJob(analysis_id)
     return AnalysisView.of(state)
+
+
+_CANCEL_MESSAGES = {
+    "canceled": "canceled: it had not started",
+    "stopping": "stopping: it fails at its next progress event, unless it finishes first",
+    "shared": "withdrawn: identical requests share this analysis and another requester "
+    "still waits for it, so it goes on",
+}
+
+
+@router.delete(
+    "/{analysis_id}",
+    response_model=AnalysisCanceled,
+    responses={
+        **_NOT_FOUND,
+        409: {"description": "The analysis has already finished (done or failed)."},
+        429: {"description": "Past this client's rate limit (counted with POSTs)."},
+    },
+)
+async def cancel_analysis(analysis_id: str, client: ClientDep) -> AnalysisCanceled:
+    """Cancel an analysis. Waiting: it fails now (`canceled by the requester`). Running: it
+    fails at its next progress event (the next completed depth, or the next narrowing of
+    an exact solve's window), unless it finishes first. Identical requests share one job:
+    a cancel withdraws one requester, and the job stops only when none is left."""
+    await _analysis(client, analysis_id)  # 404 for an unknown id (or a bot move)
+    outcome = await client.withdraw(analysis_id)
+    if outcome == "unknown":  # expired in between
+        raise UnknownJob(analysis_id)
+    if outcome not in _CANCEL_MESSAGES:  # "done" / "failed"
+        raise HTTPException(
+            409, f"analysis {analysis_id} has already finished ({outcome}); nothing to cancel"
+        )
+    state = await client.status(analysis_id)
+    return AnalysisCanceled(
+        id=analysis_id,
+        outcome=outcome,  # type: ignore[arg-type]  # one of _CANCEL_MESSAGES
+        message=_CANCEL_MESSAGES[outcome],
+        status=state.status,
+    )
 
 
 @router.get(

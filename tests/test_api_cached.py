@@ -1,0 +1,166 @@
+"""Answers at submission, end to end: an exact solve the shared cache holds is finished
+by the API itself, never queued; ``POST /v1/analyses?wait=S``.
+
+Real API under uvicorn, real workers, real Redis. To show that no worker answered,
+the workers are stopped before the cached request: an answer then can only have
+come from the API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+import redis
+
+from tests.fixtures.api import WebhookReceiver
+from tests.test_api_analyses import read_events
+from worker.processes import WorkerPool
+
+pytestmark = [pytest.mark.redis, pytest.mark.service]
+
+WAIT = 20  # seconds a test waits for one answer at most
+# Mid-game positions (from Pons' Test_L2_R2, score -1 and 2), solved by a worker in well
+# under a second here, and not by a lookup.
+POSITION = "5455174361263362"
+OTHER = "2531276566711153"
+
+
+def post(http: httpx.Client, wait: float = 0, **body: Any) -> httpx.Response:
+    params = {"wait": wait} if wait else {}
+    return http.post("/v1/analyses", params=params, json={"game": "connect4", **body})
+
+
+def queued(r: redis.Redis) -> int:
+    return sum(int(r.llen(f"rq:queue:{name}")) for name in ("interactive", "analysis"))
+
+
+@pytest.fixture
+def solved_by_a_worker(
+    api: httpx.Client, clean_redis: redis.Redis, worker_pool: Callable[..., WorkerPool]
+) -> dict[str, dict[str, Any]]:
+    """POSITION solved by a worker, best move only and every move; then no worker runs."""
+    pool = worker_pool(1)
+    views = {}
+    for moves in ("best", "all"):
+        response = post(api, WAIT, position=POSITION, mode="solve", moves=moves)
+        assert response.status_code == 200, response.text
+        views[moves] = response.json()
+        assert views[moves]["result"]["worker"] not in ("", "cache")
+    pool.stop()
+    assert api.get("/v1/status").json()["workers_alive"] == 0
+    return views
+
+
+def test_an_exact_hit_is_finished_at_submission_with_no_worker(
+    api: httpx.Client, clean_redis: redis.Redis, solved_by_a_worker: dict[str, dict[str, Any]]
+) -> None:
+    before = api.get("/v1/status").json()
+    response = post(api, WAIT, position=POSITION, mode="solve")
+    assert response.status_code == 200, response.text
+    view = response.json()
+    assert view["status"] == "done" and view["error"] is None
+    result, first = view["result"], solved_by_a_worker["best"]["result"]
+    assert result["cache"] == "hit" and result["worker"] == "cache" and result["nodes"] == 0
+    assert result["score"] == first["score"] == -1
+    assert solved_by_a_worker["all"]["result"]["moves"][result["best_move"]] == -1
+    assert result["exact"] is True and view["attempts"] == 0
+    assert response.headers["Location"] == f"/v1/analyses/{view['id']}"
+
+    # The same job record as a worker's: GET and the event stream give the same analysis.
+    assert api.get(f"/v1/analyses/{view['id']}").json() == view
+    assert api.get(f"/v1/analyses/{view['id']}", params={"wait": 1}).json() == view
+    assert read_events(api, view["id"]) == [("done", view)]
+
+    # Nothing was queued; the lookup counted as hits, the job as done and answered by the cache.
+    assert queued(clean_redis) == 0 and not clean_redis.exists(f"rq:job:{view['id']}")
+    after = api.get("/v1/status").json()
+    assert after["cache_hits"] > before["cache_hits"]
+    assert after["cache_misses"] == before["cache_misses"]
+    assert after["jobs"]["cached"] == before["jobs"].get("cached", 0) + 1
+    assert after["jobs"]["done"] == before["jobs"]["done"] + 1
+    metrics = api.get("/metrics").text
+    assert f'plybot_cache_lookups_total{{result="hit"}} {float(after["cache_hits"])}' in metrics
+
+
+def test_every_move_scored_is_answered_at_submission_when_each_child_is_cached(
+    api: httpx.Client, clean_redis: redis.Redis, solved_by_a_worker: dict[str, dict[str, Any]]
+) -> None:
+    response = post(api, WAIT, position=POSITION, mode="solve", moves="all")
+    assert response.status_code == 200, response.text
+    result, first = response.json()["result"], solved_by_a_worker["all"]["result"]
+    assert result["worker"] == "cache" and result["moves"] == first["moves"]
+    assert result["score"] == first["score"] == max(result["moves"].values())
+    assert result["moves"][result["best_move"]] == result["score"]
+    assert queued(clean_redis) == 0
+
+
+def test_without_wait_a_cached_answer_is_accepted_already_done(
+    api: httpx.Client, clean_redis: redis.Redis, solved_by_a_worker: dict[str, dict[str, Any]]
+) -> None:
+    response = post(api, position=POSITION, mode="solve")
+    assert response.status_code == 202, response.text
+    assert response.json()["status"] == "done"
+    view = api.get(response.headers["Location"]).json()
+    assert view["result"]["worker"] == "cache" and queued(clean_redis) == 0
+
+
+def test_a_cached_answer_is_delivered_to_its_webhook(
+    api: httpx.Client, clean_redis: redis.Redis, solved_by_a_worker: dict[str, dict[str, Any]]
+) -> None:
+    with WebhookReceiver() as receiver:
+        response = post(api, position=POSITION, mode="solve", callback_url=receiver.url)
+        assert response.status_code == 202, response.text
+        receiver.wait_for(1)
+        _, body = receiver.requests[0]
+        assert body == api.get(response.headers["Location"]).json()
+        assert body["result"]["worker"] == "cache"
+
+
+def test_what_the_cache_cannot_answer_exactly_goes_to_a_worker(
+    api: httpx.Client, clean_redis: redis.Redis, solved_by_a_worker: dict[str, dict[str, Any]]
+) -> None:
+    # Not a solve; a position never solved; another game: all queued, none answered yet.
+    bodies = [
+        {"position": POSITION, "mode": "depth", "depth": 3},
+        {"position": OTHER, "mode": "solve"},
+        {"game": "tictactoe", "position": "5", "mode": "solve"},
+    ]
+    accepted = []
+    for body in bodies:
+        response = api.post("/v1/analyses", params={"wait": 0.2}, json=body)
+        assert response.status_code == 202, response.text
+        assert response.json()["status"] == "queued"
+        accepted.append(response.json())
+    assert queued(clean_redis) == len(bodies)
+
+
+def test_post_wait_answers_200_once_a_worker_is_done(
+    api: httpx.Client, clean_redis: redis.Redis, worker_pool: Callable[..., WorkerPool]
+) -> None:
+    worker_pool(1)
+    response = post(api, WAIT, position=OTHER, mode="solve")
+    assert response.status_code == 200, response.text
+    view = response.json()
+    assert view["status"] == "done" and view["result"]["score"] == 2
+    assert view["result"]["worker"] not in ("", "cache") and view["attempts"] == 1
+    assert api.get(response.headers["Location"]).json() == view
+
+
+def test_post_wait_is_bounded_like_get_wait(api: httpx.Client) -> None:
+    response = post(api, 10_000, position=POSITION, mode="solve")
+    assert response.status_code == 422
+    assert response.json()["message"].startswith("wait: wait 10000 is beyond the limit of")
+    assert post(api, -1, position=POSITION, mode="solve").status_code == 422
+
+
+def test_openapi_documents_both_answers_of_post(api: httpx.Client) -> None:
+    operation = api.get("/openapi.json").json()["paths"]["/v1/analyses"]["post"]
+    answers = operation["responses"]
+    assert answers["200"]["content"]["application/json"]["schema"]["$ref"].endswith("/AnalysisView")
+    assert answers["202"]["content"]["application/json"]["schema"]["$ref"].endswith(
+        "/AnalysisAccepted"
+    )
+    assert any(p["name"] == "wait" and p["in"] == "query" for p in operation["parameters"])

@@ -15,9 +15,12 @@ import httpx
 import pytest
 import redis
 
-from tests.fixtures.api import WebhookReceiver
+from engine.game import new_game
+from tests.fixtures.api import WebhookReceiver, api_server_on
 from tests.test_api_analyses import read_events
+from worker.position_cache import entry_key
 from worker.processes import WorkerPool
+from worker.redis_server import free_port
 
 pytestmark = [pytest.mark.redis, pytest.mark.service]
 
@@ -164,3 +167,28 @@ def test_openapi_documents_both_answers_of_post(api: httpx.Client) -> None:
         "/AnalysisAccepted"
     )
     assert any(p["name"] == "wait" and p["in"] == "query" for p in operation["parameters"])
+
+
+def test_a_malformed_cache_entry_sends_the_request_to_the_queue(
+    api: httpx.Client, clean_redis: redis.Redis, solved_by_a_worker: dict[str, dict[str, Any]]
+) -> None:
+    board = new_game("connect4", POSITION)
+    clean_redis.set(entry_key("connect4", board.variant, board.key()), "not,an,entry")
+    response = post(api, 0.2, position=POSITION, mode="solve")
+    assert response.status_code == 202, response.text
+    assert response.json()["status"] == "queued" and queued(clean_redis) == 1
+
+
+def test_an_unreachable_cache_sends_the_request_to_the_queue(
+    redis_url: str, clean_redis: redis.Redis, worker_pool: Callable[..., WorkerPool]
+) -> None:
+    env = {"PLYBOT_CACHE_URL": f"redis://127.0.0.1:{free_port()}/0"}
+    with api_server_on(redis_url, env=env) as server, server.client() as http:
+        for _ in range(2):  # the first trips the circuit breaker, the second skips the cache
+            response = post(http, 0.2, position=POSITION, mode="solve")
+            assert response.status_code == 202, response.text
+        assert queued(clean_redis) == 1  # both requests share the one job in flight
+        worker_pool(1, env=env)
+        view = http.get(response.headers["Location"], params={"wait": WAIT}).json()
+        assert view["status"] == "done" and view["result"]["score"] == -1
+        assert view["result"]["worker"] not in ("", "cache")

@@ -81,7 +81,7 @@ from worker.contract import (
     MoveResult,
     Progress,
 )
-from worker.jobstore import ANSWERED, SUBMIT, JobStore, job_state_from_hash
+from worker.jobstore import SUBMIT, JobStore, job_state_from_hash
 from worker.position_cache import CACHE_STATS, CacheProbe, RedisPositionCache
 from worker.settings import Settings, get_settings
 
@@ -195,7 +195,6 @@ class JobClient:
         )
         self.store = JobStore(self._sync, self.settings)
         self._submit = self.redis.register_script(SUBMIT)
-        self._answered = self.redis.register_script(ANSWERED)
         # The workers' shared position cache, read at submission (synchronous, with its
         # short timeout and circuit breaker: called in a thread).
         self.cache: RedisPositionCache | None = None
@@ -409,19 +408,31 @@ class JobClient:
         if not isinstance(board, Connect4):
             return None
         try:
-            found = await asyncio.to_thread(_exact_from_cache, self.cache, board, request)
-            if found is None:
-                return None
-            result, hits, misses = found
-            counts = (CACHE_STATS, hits, misses) if self._cache_in_job_redis else None
-            state, script_keys, args = self.store.prepare_answered(request, result, counts)
-            await self._answered(keys=script_keys, args=args)
-            if not self._cache_in_job_redis:
-                await asyncio.to_thread(self.cache.add_stats, hits, misses)
+            # One hop to a thread for the lookup and the record: redis-py's synchronous
+            # round trips cost less than its asyncio ones.
+            state = await asyncio.to_thread(self._record_if_cached, board, request)
         except Exception as exc:  # the queue answers it; never fail for the shortcut
             log.warning("answering from the cache at submission failed: %r", exc)
             return None
+        if state is None:
+            return None
         return Submitted(id=state.id, status="done", new=True, state=state)
+
+    def _record_if_cached(self, board: Connect4, request: AnalysisRequest) -> JobState | None:
+        """Synchronous: the exact answer from the shared cache alone (one ``MGET``), recorded
+        as a finished job (one script); ``None`` if the cache cannot answer exactly."""
+        assert self.cache is not None
+        probe = CacheProbe(self.cache)
+        start = time.monotonic()
+        known = cached_exact(board, probe, all_moves=request.moves == "all", start=start)
+        if known is None:
+            return None  # not counted: the worker that takes the job looks them up again
+        result = AnalysisResult.of(board, known, CACHE_WORKER)
+        if not self._cache_in_job_redis:
+            state = self.store.answered(request, result)
+            self.cache.add_stats(probe.hits, probe.misses)
+            return state
+        return self.store.answered(request, result, (CACHE_STATS, probe.hits, probe.misses))
 
     async def _submit_and_wait(
         self, request: AnalysisRequest | MoveRequest, timeout: float | None
@@ -493,19 +504,6 @@ class JobClient:
             await asyncio.to_thread(self.store.expire_waiting)
             state = await self.status(job_id)
         return state
-
-
-def _exact_from_cache(
-    cache: RedisPositionCache, board: Connect4, request: AnalysisRequest
-) -> tuple[AnalysisResult, int, int] | None:
-    """The exact answer to a solve of ``board`` from the shared cache alone, with the
-    lookup's hits and misses, or ``None`` (synchronous: one ``MGET``)."""
-    probe = CacheProbe(cache)
-    start = time.monotonic()
-    known = cached_exact(board, probe, all_moves=request.moves == "all", start=start)
-    if known is None:
-        return None
-    return AnalysisResult.of(board, known, CACHE_WORKER), probe.hits, probe.misses
 
 
 def _final_event(state: JobState) -> Event:

@@ -120,7 +120,7 @@ return {id, 'queued'}
 # once, as the finish script would leave it, never queued. KEYS: our record, its done
 # list, stats, the cache's counters ('' when the cache lives in another Redis).
 # ARGV: result TTL, the final event, cache hits, misses, then field/value pairs.
-ANSWERED = """
+_ANSWERED = """
 redis.call('HSET', KEYS[1], unpack(ARGV, 5, #ARGV))
 redis.call('EXPIRE', KEYS[1], ARGV[1])
 redis.call('RPUSH', KEYS[2], ARGV[2])
@@ -229,6 +229,7 @@ class JobStore:
         self._start = connection.register_script(_START)
         self._submit = connection.register_script(SUBMIT)
         self._withdraw = connection.register_script(_WITHDRAW)
+        self._answered = connection.register_script(_ANSWERED)
 
     def queue(self, name: str) -> Queue:
         queue = self._queues.get(name)
@@ -308,19 +309,19 @@ class JobStore:
         job_id, _status = self._submit(keys=script_keys, args=args)
         return str(_text(job_id))
 
-    def prepare_answered(
+    def answered(
         self,
         request: AnalysisRequest,
         result: AnalysisResult,
         cache_counts: tuple[str, int, int] | None = None,
-    ) -> tuple[JobState, list[str], list[Any]]:
-        """A job answered at submission (no I/O): its state, and the keys and arguments
-        of :data:`ANSWERED` that record it finished, as a worker's finish would.
+    ) -> JobState:
+        """Record a job answered at submission as finished, in one round trip; its state.
 
-        The record is the one a worker leaves (a new id, ``worker`` is ``result.worker``,
-        no attempts, no progress events), so ``GET``, the event stream, waiters and
-        webhooks treat it like any finished job. ``cache_counts``: (counters hash, hits,
-        misses) of the lookup that answered, added in the same round trip.
+        The record is the one a worker's finish leaves (a new id, ``worker`` is
+        ``result.worker``, no attempts, no progress events), so ``GET``, the event
+        stream, waiters and webhooks treat it like any finished job; it is never
+        queued. ``cache_counts``: (counters hash, hits, misses) of the lookup that
+        answered, added in the same round trip.
         """
         job_id = uuid.uuid4().hex
         now = time.time()
@@ -360,7 +361,8 @@ class JobStore:
         ]
         for item in record.items():
             args += item
-        return state, [keys.job(job_id), keys.done(job_id), keys.STATS, stats_key], args
+        self._answered(keys=[keys.job(job_id), keys.done(job_id), keys.STATS, stats_key], args=args)
+        return state
 
     def state(self, job_id: str) -> JobState | None:
         return job_state_from_hash(job_id, self.redis.hgetall(keys.job(job_id)))

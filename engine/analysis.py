@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from engine.book import shipped_book
 from engine.cache import CacheEntry, PositionCache
 from engine.connect4 import Connect4
 from engine.errors import PlybotError
@@ -105,7 +106,8 @@ def default_solver(width: int, height: int, cache: PositionCache | None = None) 
     """The process's solver for this board size: its table survives from one call to the next.
 
     The first call in a process loads the compiled core (about two seconds
-    from numba's on-disk cache; a worker does it at start). A different
+    from numba's on-disk cache; a worker does it at start). The solver reads
+    the shipped opening book (:func:`engine.book.shipped_book`) before ``cache``. A different
     ``cache`` object than the one the solver was made with gets a new solver
     (the cache is fixed at construction).
     """
@@ -113,7 +115,7 @@ def default_solver(width: int, height: int, cache: PositionCache | None = None) 
 
     solver = _solvers.get((width, height))
     if solver is None or (cache is not None and solver.cache is not cache):
-        solver = Solver(width=width, height=height, cache=cache)
+        solver = Solver(width, height, cache=cache, book=shipped_book(width, height))
         # numba loads each compiled entry point at its first call: make that call now,
         # with a tiny budget, so no deadline pays for it later.
         solver.solve(Connect4(width, height), node_limit=1000)

@@ -14,22 +14,14 @@ from engine.levels import LEVELS, MoveChoice, choose_move, get_level, immediate_
 from engine.search import SearchLimits, search
 from engine.tictactoe import TicTacToe
 
-#: Per-move time of ``perfect`` in Connect Four games here: the first few moves of a game
-#: cannot be solved that fast and fall back on the deepest search (which is enough
-#: against ``easy``); from the middle game on the solver answers exactly.
-PERFECT_MOVE_S = 0.5
 
-
-def play_out(
-    game: Game, players: dict[int, str], seed: int, move_s: float | None = None
-) -> tuple[Game, list[MoveChoice]]:
+def play_out(game: Game, players: dict[int, str], seed: int) -> tuple[Game, list[MoveChoice]]:
     """Play ``players`` (side -> level) against each other to the end."""
     rng = random.Random(seed)
     choices = []
     while game.outcome() is None:
         level = players[game.side_to_move]
-        deadline = None if move_s is None else time.monotonic() + move_s
-        choice = choose_move(game, level, deadline=deadline, rng=rng)
+        choice = choose_move(game, level, rng=rng)
         assert choice.move in game.legal_moves()
         choices.append(choice)
         game.push(choice.move)
@@ -165,14 +157,16 @@ def test_easy_is_beaten_by_medium_sometimes() -> None:
 
 
 def perfect_beats_easy(perfect_side: int, seeds: range) -> None:
+    # No deadline: every move of perfect's is exact, the opening ones from the book (the
+    # solver would take minutes there), the later ones from the solver.
     for seed in seeds:
         players = {perfect_side: "perfect", 1 - perfect_side: "easy"}
-        game, choices = play_out(Connect4(), players, seed, move_s=PERFECT_MOVE_S)
+        game, choices = play_out(Connect4(), players, seed)
         outcome = game.outcome()
         assert outcome is not None
         assert outcome.winner == perfect_side, game.notation()  # easy loses, every time
         mine = choices[perfect_side::2]
-        assert any(c.exact for c in mine)  # the solver took over once it could
+        assert all(c.exact for c in mine), game.notation()
 
 
 @pytest.mark.parametrize("perfect_side", [0, 1])
@@ -209,15 +203,28 @@ def test_connect4_perfect_plays_the_exact_best_move() -> None:
         checked += 1
 
 
+def test_connect4_perfect_opens_from_the_book_at_once() -> None:
+    # The empty board takes the solver minutes; the book answers it, and the replies to
+    # every first move, exactly. (The first player wins with the last stone: 22 - 21 = 1.)
+    choice = choose_move(Connect4(), "perfect", deadline=time.monotonic() + 0.5)
+    assert (choice.move, choice.score, choice.exact, choice.nodes) == (3, 1, True, 0)
+    for first in range(7):
+        reply = choose_move(
+            Connect4.parse(str(first + 1)), "perfect", deadline=time.monotonic() + 0.5
+        )
+        assert reply.exact and reply.nodes == 0, first
+
+
 def test_connect4_perfect_honours_its_deadline_and_says_so() -> None:
     warm_up(Connect4(), "perfect")  # loading the compiled solver is not a move's work
+    position = Connect4.parse("1177")  # off the book's lines, seconds of solving
     start = time.monotonic()
     deadline = start + 0.4
-    choice = choose_move(Connect4(), "perfect", deadline=deadline)
+    choice = choose_move(position, "perfect", deadline=deadline)
     assert time.monotonic() <= deadline + 0.1
     assert not choice.exact and choice.depth >= 1
     assert choice.note == f"deadline: played best of depth {choice.depth}"
-    assert choice.move == 3  # the centre, as the search's ordering prefers
+    assert choice.move in position.legal_moves()
 
 
 def test_connect4_hard_uses_the_solver_when_it_can() -> None:

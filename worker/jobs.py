@@ -78,10 +78,12 @@ def _solver(board: Game, cache: PositionCache | None) -> Any:
     size = (board.width, board.height)
     solver = _solvers.get(size)
     if solver is None or solver.cache is not cache:
+        from engine.book import shipped_book
         from engine.solver import Solver
 
         table_bytes = _settings().solver_table_mb << 20
-        solver = _solvers[size] = Solver(*size, table_bytes=table_bytes, cache=cache)
+        book = shipped_book(*size)
+        solver = _solvers[size] = Solver(*size, table_bytes=table_bytes, cache=cache, book=book)
     return solver
 
 

@@ -16,7 +16,8 @@ children and (early in the game) its grandchildren, by canonical key. An exact
 root answers at once; the other bounds seed the table. A finished solve
 writes the root (and, for an analysis, the children) back as exact entries.
 The cache can never make a solve fail or be wrong: errors and malformed
-entries are ignored.
+entries are ignored. An opening book (:mod:`engine.book`), when given, is
+read the same way, before the cache; it is never written.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.book import Tiered
 from engine.cache import EXACT_DEPTH, CacheEntry, PositionCache
 from engine.connect4 import Connect4
 from engine.errors import NotationError, PlybotError
@@ -148,11 +150,17 @@ class Solver:
         height: int = 6,
         table_bytes: int = DEFAULT_TABLE_BYTES,
         cache: PositionCache | None = None,
+        book: PositionCache | None = None,
     ) -> None:
         self._k = kernels(width, height)
         self.width = width
         self.height = height
         self.cache = cache
+        self.book = book
+        # What a solve reads before searching: the book first, then the shared cache.
+        self._known: PositionCache | None = cache
+        if book is not None:
+            self._known = book if cache is None else Tiered(book, cache)
         self._table, self._layout = new_table(self._k.board.key_bits, table_bytes)
 
     @property
@@ -594,7 +602,7 @@ class _Run:
 
     def read_cache(self, analyze: bool) -> SolveResult | None:
         """Read the root and its neighbourhood in one call; the result if the root answers it."""
-        cache = self.solver.cache
+        cache = self.solver._known
         if cache is None:
             return None
         p = self.position

@@ -59,8 +59,13 @@ class AnalysisCreate(AnalysisRequest):
     )
 
     def job_request(self) -> AnalysisRequest:
-        """The contract's request, without what only HTTP uses."""
-        return AnalysisRequest.model_validate(self.model_dump(exclude={"callback_url"}))
+        """The contract's request, without what only HTTP uses.
+
+        Built without validating again: this body passed the very same validators
+        (each parses the position), and the submit path is the cached answer's path.
+        """
+        fields = {name: getattr(self, name) for name in AnalysisRequest.model_fields}
+        return AnalysisRequest.model_construct(**fields)
 
 
 class AnalysisAccepted(BaseModel):

@@ -154,7 +154,8 @@ def test_event_stream_of_a_failed_analysis_ends_with_the_error(
     http: httpx.Client, redis_url: str
 ) -> None:
     # A bad position never gets queued (422); a job canceled mid-search really fails.
-    body = {"game": "connect4", "position": "", "mode": "time", "time_ms": 4000}
+    # A depth search (the generic search: no opening book or cache answers it at once).
+    body = {"game": "connect4", "position": "44", "mode": "depth", "depth": 14}
     accepted = http.post("/v1/analyses", json=body).json()
 
     async def cancel() -> bool:

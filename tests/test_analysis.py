@@ -134,12 +134,22 @@ def test_connect4_solve_reports_progress_as_the_window_narrows() -> None:
 
 
 def test_connect4_solve_never_overruns_its_deadline(warm: None) -> None:
+    position = Connect4.parse("1177")  # off the opening book's lines: seconds of solving
     start = time.monotonic()
-    analysis = analyze(Connect4(), mode="solve", deadline=start + 0.5, all_moves=True)
+    analysis = analyze(position, mode="solve", deadline=start + 0.5, all_moves=True)
     assert time.monotonic() <= start + 0.5 + SLACK
     assert not analysis.exact
     assert "the exact solve did not finish" in analysis.note
     assert analysis.best_move in range(7) and analysis.depth >= 1
+
+
+def test_connect4_empty_board_analysed_from_the_book(warm: None) -> None:
+    # Every first move's position is in the opening book: the empty board's analysis,
+    # minutes of solving, is exact at once. The values are the game's known ones.
+    analysis = analyze(Connect4(), mode="solve", all_moves=True)
+    assert analysis.exact and analysis.nodes == 0
+    assert analysis.moves == {0: -2, 1: -1, 2: 0, 3: 1, 4: 0, 5: -1, 6: -2}
+    assert (analysis.best_move, analysis.score) == (3, 1)
 
 
 def test_connect4_time_mode_is_exact_where_the_solver_finishes(warm: None) -> None:

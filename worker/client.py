@@ -101,7 +101,7 @@ log = logging.getLogger(__name__)
 
 _SAFETY_RECHECK_S = 1.0
 
-#: ``Submitted.worker`` / ``AnalysisResult.worker`` of a job answered at submission.
+#: ``JobState.worker`` and ``AnalysisResult.worker`` of a job answered at submission.
 CACHE_WORKER = "cache"
 
 

@@ -37,7 +37,8 @@ class _Totals(Collector):
             cache.add_metric([result], value)
         jobs = CounterMetricFamily(
             "plybot_jobs",
-            "Jobs by outcome (done, failed) and event (submitted, requeued after a worker died).",
+            "Jobs by outcome (done, failed), event (submitted, requeued after a worker died), and"
+            " cached (answered from the shared cache at submission, never queued).",
             labels=["outcome"],
         )
         for outcome, value in sorted(self.jobs.items()):

@@ -146,22 +146,7 @@ def analysis_job(request: dict[str, Any]) -> dict[str, Any]:
         solver=solver,
         on_progress=_on_progress(board),
     )
-    moves = None
-    if analysis.moves is not None:
-        moves = {board.move_name(m): s for m, s in sorted(analysis.moves.items())}
-    result = AnalysisResult(
-        best_move=None if analysis.best_move is None else board.move_name(analysis.best_move),
-        score=analysis.score,
-        exact=analysis.exact,
-        pv=[board.move_name(m) for m in analysis.pv],
-        moves=moves,
-        depth=analysis.depth,
-        nodes=analysis.nodes,
-        time_ms=round(analysis.time_ms, 3),
-        cache="hit" if analysis.cache_hit else "miss",
-        worker=current.worker if current is not None else "",
-        note=analysis.note,
-    )
+    result = AnalysisResult.of(board, analysis, current.worker if current is not None else "")
     return result.model_dump(mode="json")
 
 

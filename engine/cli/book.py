@@ -30,7 +30,7 @@ def parser() -> ArgumentParser:
     p = ArgumentParser(prog="plybot book", description="Build or check the opening book.")
     sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     b = sub.add_parser("build", help="solve the book's positions, appending to the file")
-    b.add_argument("--plies", type=int, default=8, help="positions before this ply (default 8)")
+    b.add_argument("--plies", type=int, default=10, help="positions before this ply (default 10)")
     b.add_argument("--out", type=Path, default=None, help="book file (default: the shipped one)")
     b.add_argument("--variant", default="7x6", help="board WIDTHxHEIGHT (default 7x6)")
     b.add_argument("--table-mb", type=int, default=1024, metavar="MB", help="default 1024")

@@ -229,3 +229,86 @@ def format_table(reports: list[SetReport]) -> str:
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+# -- the perfect level in play --------------------------------------------------------------
+
+
+@dataclass
+class GamesReport:
+    """``perfect`` against ``opponent``: results and the time of each of perfect's moves by ply."""
+
+    opponent: str
+    move_s: float
+    games: int = 0
+    won: int = 0
+    drawn: int = 0
+    lost: int = 0
+    not_exact: int = 0
+    times: dict[int, list[float]] = field(default_factory=dict)
+
+    @property
+    def all_times(self) -> list[float]:
+        return sorted(t for ts in self.times.values() for t in ts)
+
+
+def play_games(games: int, opponent: str, move_s: float) -> GamesReport:
+    """Play ``perfect`` against ``opponent`` on 7x6, ``games`` games, sides alternating.
+
+    Each of perfect's moves gets ``move_s`` seconds (its deadline); the
+    opponent's moves are seeded by the game's number, so a run is repeatable
+    but for where a deadline falls. Perfect uses the process's solver with the
+    shipped opening book, as a worker does.
+    """
+    import random
+    import time
+
+    from engine.connect4 import Connect4
+    from engine.levels import choose_move, warm_up
+
+    warm_up(Connect4(), "perfect")
+    report = GamesReport(opponent, move_s)
+    for number in range(games):
+        rng = random.Random(number)
+        perfect = number % 2
+        game = Connect4()
+        while game.outcome() is None:
+            if game.side_to_move == perfect:
+                start = time.monotonic()
+                choice = choose_move(game, "perfect", deadline=start + move_s)
+                report.times.setdefault(game.ply, []).append(time.monotonic() - start)
+                report.not_exact += not choice.exact
+            else:
+                choice = choose_move(game, opponent, rng=rng)
+            game.push(choice.move)
+        outcome = game.outcome()
+        assert outcome is not None
+        report.games += 1
+        if outcome.winner == perfect:
+            report.won += 1
+        elif outcome.winner is None:
+            report.drawn += 1
+        else:
+            report.lost += 1
+    return report
+
+
+def format_games(report: GamesReport) -> str:
+    """The result of :func:`play_games`, and perfect's move times (overall and by ply)."""
+    times = report.all_times
+    p99 = times[min(len(times) - 1, int(len(times) * 0.99))]
+    lines = [
+        f"perfect vs {report.opponent}, {report.games} games, {report.move_s:g} s a move: "
+        f"won {report.won}, drawn {report.drawn}, lost {report.lost}",
+        f"perfect's moves: {len(times)}, not exact {report.not_exact}; "
+        f"median {format_seconds(statistics.median(times))}, p99 {format_seconds(p99)}, "
+        f"max {format_seconds(times[-1])}",
+        "ply  moves   median      max",
+    ]
+    for ply in sorted(report.times):
+        ts = report.times[ply]
+        lines.append(
+            f"{ply:>3}  {len(ts):>5}  {format_seconds(statistics.median(ts)):>7}  "
+            f"{format_seconds(max(ts)):>7}"
+        )
+    return "\n".join(lines)

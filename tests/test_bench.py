@@ -13,6 +13,7 @@ from engine.bench import (
     find_benchmarks,
     format_seconds,
     load_set,
+    play_games,
     run_set,
     set_name,
 )
@@ -101,3 +102,21 @@ def test_the_real_sets_run_clean(benchmarks_dir: Path, capsys) -> None:  # type:
     out = capsys.readouterr().out
     rows = [line.split() for line in out.splitlines()[3:]]
     assert [r[:3] for r in rows] == [["Test_L3_R1", "50", "50"], ["Test_L2_R1", "50", "50"]]
+
+
+def test_games_perfect_against_a_level(capsys) -> None:  # type: ignore[no-untyped-def]
+    report = play_games(2, "easy", move_s=5.0)
+    assert (report.games, report.won, report.drawn, report.lost) == (2, 2, 0, 0)
+    assert report.not_exact == 0  # the opening book, then the solver: every move exact
+    assert sorted(report.times)[:2] == [0, 1]  # it moved first in one game, second in the other
+    assert main(["--games", "1", "--opponent", "easy"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "perfect vs easy, 1 games, 2 s a move: won 1, drawn 0, lost 0"
+    assert out[1].startswith("perfect's moves: ") and ", not exact 0; median " in out[1]
+    assert out[2].split() == ["ply", "moves", "median", "max"] and out[3].split()[:2] == ["0", "1"]
+    assert main(["--games", "0"]) == 2
+    assert main(["--games", "1", "--opponent", "grandmaster"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "plybot bench: '0': --games must be positive",
+        "plybot bench: 'grandmaster': unknown level (known: easy, medium, hard, perfect)",
+    ]

@@ -1,6 +1,7 @@
 """Run Pons' Connect Four benchmark sets and print times, nodes and the ratio to his C++ solver.
 
     plybot bench [SET ...] [--all] [--limit N] [--table-mb MB]
+    plybot bench --games N [--opponent LEVEL] [--move-ms MS]
 
 SET is a set's name (``Test_L2_R1`` or just ``L2_R1``). With no SET, the five
 quicker sets run; ``--all`` adds Test_L1_R3 (its first 100 positions unless
@@ -8,6 +9,11 @@ quicker sets run; ``--all`` adds Test_L1_R3 (its first 100 positions unless
 each set. One solver per set, its transposition table kept from one
 position to the next (as Pons' C++ benchmark does). A position whose score
 differs from the file's is an error: named on standard error, exit 1.
+
+``--games N`` instead plays the ``perfect`` level (opening book, then the
+solver) against ``--opponent`` (default ``easy``) for N games, sides
+alternating, ``--move-ms`` (default 2000) per move of perfect's, and prints
+the results and perfect's move times by ply.
 """
 
 from __future__ import annotations
@@ -41,6 +47,9 @@ def parser() -> ArgumentParser:
         metavar="MB",
         help="transposition table size (default 64)",
     )
+    p.add_argument("--games", type=int, metavar="N", help="play perfect against --opponent")
+    p.add_argument("--opponent", default="easy", help="level perfect plays (default easy)")
+    p.add_argument("--move-ms", type=int, default=2000, help="perfect's time a move (default 2000)")
     return p
 
 
@@ -79,6 +88,8 @@ def main(argv: list[str]) -> int:
         set_name,
     )
 
+    if args.games is not None:
+        return _games(args.games, args.opponent, args.move_ms)
     if args.limit is not None and args.limit <= 0:
         return fail("plybot bench", f"'{args.limit}': --limit must be positive")
     if args.table_mb <= 0:
@@ -118,3 +129,20 @@ def main(argv: list[str]) -> int:
     )
     print(format_table(reports))
     return 1 if failed else 0
+
+
+def _games(games: int, opponent: str, move_ms: int) -> int:
+    from engine.bench import format_games, play_games
+    from engine.errors import PlybotError
+    from engine.levels import get_level
+
+    if games <= 0:
+        return fail("plybot bench", f"'{games}': --games must be positive")
+    if move_ms <= 0:
+        return fail("plybot bench", f"'{move_ms}': --move-ms must be positive")
+    try:
+        get_level(opponent)
+    except PlybotError as exc:
+        return fail("plybot bench", str(exc))
+    print(format_games(play_games(games, opponent, move_ms / 1000)))
+    return 0

@@ -116,9 +116,7 @@ def default_solver(width: int, height: int, cache: PositionCache | None = None) 
     solver = _solvers.get((width, height))
     if solver is None or (cache is not None and solver.cache is not cache):
         solver = Solver(width, height, cache=cache, book=shipped_book(width, height))
-        # numba loads each compiled entry point at its first call: make that call now,
-        # with a tiny budget, so no deadline pays for it later.
-        solver.solve(Connect4(width, height), node_limit=1000)
+        solver.warm_up()
         _solvers[(width, height)] = solver
     return solver
 

@@ -84,6 +84,7 @@ def _solver(board: Game, cache: PositionCache | None) -> Any:
         table_bytes = _settings().solver_table_mb << 20
         book = shipped_book(*size)
         solver = _solvers[size] = Solver(*size, table_bytes=table_bytes, cache=cache, book=book)
+        solver.warm_up()
     return solver
 
 

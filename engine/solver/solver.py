@@ -175,6 +175,28 @@ class Solver:
         """Forget everything the table holds."""
         self._table.fill(0)
 
+    def warm_up(self) -> None:
+        """Load the compiled entry points of single solves now, so that no deadline pays for it.
+
+        numba loads (or, with no on-disk cache, compiles) each entry point at its
+        first call, a second or more. A solve from the book or the cache calls
+        none of them, so a solve cannot stand in for this. The table keeps only
+        what a tiny search of a middle-game position proves. (The batch entry
+        point of ``solve_batch`` loads at its first call: batches have no deadline.)
+        """
+        position = Connect4(self.width, self.height)
+        for column in (0, 0, self.width - 1, self.width - 1, 1, 1):
+            if position.can_play(column) and position.outcome() is None:
+                position.push(column)
+        run = _Run(self, position, weak=False, deadline=None, node_limit=1000)
+        for _ in run.solve():  # init and step, past the book and the cache
+            pass
+        max_stones = self._k.board.max_stones
+        lowest = -(max_stones - (position.ply + 1) // 2)
+        run.seed(position, lowest, max_stones - position.ply // 2, -1)  # put: says nothing new
+        empty = self.width * self.height - position.ply
+        self._k.get(self._table, self._layout, np.uint64(position.current + position.mask), empty)
+
     # -- single positions ---------------------------------------------------------
 
     def solve(

@@ -107,11 +107,7 @@ class Connect4:
     __slots__ = ("_g", "_history", "_threats", "_winner", "current", "mask", "moves")
 
     def __init__(self, width: int = 7, height: int = 6) -> None:
-        if not (1 <= width <= 9 and height >= 1 and (height + 1) * width <= 64):
-            raise NotationError(
-                f"'{width}x{height}': a Connect Four board needs 1 <= width <= 9, "
-                "height >= 1 and (height + 1) * width <= 64"
-            )
+        self._check_size(width, height)
         self._g = Geometry.of(width, height)
         self.current = 0
         self.mask = 0
@@ -123,8 +119,19 @@ class Connect4:
     # -- construction and notation ------------------------------------------------
 
     @staticmethod
+    def _check_size(width: int, height: int) -> None:
+        if not (1 <= width <= 9 and height >= 1 and (height + 1) * width <= 64):
+            raise NotationError(
+                f"'{width}x{height}': a Connect Four board needs 1 <= width <= 9, "
+                "height >= 1 and (height + 1) * width <= 64"
+            )
+
+    @staticmethod
     def parse_variant(variant: str | None) -> tuple[int, int]:
-        """``"7x6"`` -> ``(7, 6)``; ``None`` gives the default board."""
+        """``"7x6"`` -> ``(7, 6)``; ``None`` gives the default board.
+
+        Raises ``NotationError`` for a malformed variant or a board too large for the bitboards.
+        """
         text = variant or Connect4.DEFAULT_VARIANT
         try:
             width, height = (int(part) for part in text.lower().split("x"))
@@ -132,6 +139,7 @@ class Connect4:
             raise NotationError(
                 f"'{text}': a Connect Four variant is WIDTHxHEIGHT, e.g. '7x6'"
             ) from None
+        Connect4._check_size(width, height)
         return width, height
 
     @classmethod

@@ -52,7 +52,6 @@ def main(argv: list[str]) -> int:
 
     try:
         width, height = Connect4.parse_variant(args.variant)
-        Connect4(width, height)
     except PlybotError as exc:
         return fail("plybot book", str(exc))
     if args.action == "build":

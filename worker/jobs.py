@@ -26,7 +26,15 @@ from worker.contract import AnalysisRequest, AnalysisResult, MoveRequest, MoveRe
 from worker.jobstore import JobStore
 from worker.settings import Settings, get_settings
 
-__all__ = ["JobCanceled", "JobContext", "JobDropped", "analysis_job", "move_job", "warm_up"]
+__all__ = [
+    "JobCanceled",
+    "JobContext",
+    "JobDropped",
+    "analysis_job",
+    "clear_tables",
+    "move_job",
+    "warm_up",
+]
 
 
 class JobCanceled(Exception):
@@ -134,8 +142,6 @@ def analysis_job(request: dict[str, Any]) -> dict[str, Any]:
         deadline = now + settings.analysis_timeout_s * 0.9
     cache = current.cache if current is not None else None
     solver = _solver(board, cache)
-    if solver is not None and settings.solver_fresh_table:
-        solver.reset()
     analysis = analyze(
         board,
         mode=req.mode,
@@ -186,6 +192,12 @@ def move_job(request: dict[str, Any]) -> dict[str, Any]:
         note=choice.note,
     )
     return result.model_dump(mode="json")
+
+
+def clear_tables() -> None:
+    """Forget what this process's solvers proved (``solver_fresh_table``: between jobs)."""
+    for solver in _solvers.values():
+        solver.reset()
 
 
 def warm_up(cache: PositionCache | None = None) -> float:

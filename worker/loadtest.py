@@ -7,7 +7,9 @@ in the client) and engine time (``result.time_ms``, measured in the worker
 around the search). Their difference at that concurrency is mostly waiting for
 a free worker; the queue's own overhead (enqueue, wake-up, bookkeeping, result
 delivery) is measured in a second pass where a worker is always free
-(concurrency = workers): end-to-end minus engine time there. It checks that
+(concurrency = workers, and each lane pauses :data:`PROBE_GAP_S` after an
+answer, so the worker is back at the queue, its after-job clearing done):
+end-to-end minus engine time there. It checks that
 every request got exactly one result, from a job that ran exactly once, with the
 expected score where the benchmark set knows it (exact solves).
 
@@ -36,8 +38,12 @@ from worker.client import JobClient, JobError
 from worker.contract import AnalysisRequest
 from worker.processes import WorkerPool
 from worker.redis_server import RedisServer
+from worker.settings import get_settings
 
 __all__ = ["LoadResult", "format_table", "load_positions", "run_load"]
+
+#: Pause of a probe's lane after each answer, so the worker is idle again when the next comes.
+PROBE_GAP_S = 0.02
 
 
 def load_positions(name: str, limit: int | None = None) -> list[tuple[str, int]]:
@@ -111,34 +117,37 @@ async def _drive(
 ) -> None:
     semaphore = asyncio.Semaphore(concurrency)
     seen_jobs: dict[str, int] = {}
-    if True:  # one client for the whole run: its connections are warm
 
-        async def one(request: AnalysisRequest, expected: int | None) -> None:
-            async with semaphore:
-                start = time.perf_counter()
-                try:
-                    answer = await client.analyze(request, timeout=timeout)
-                except JobError:
-                    result.lost += 1
-                    return
-                elapsed = (time.perf_counter() - start) * 1000
-            key = request.dedupe_key()  # distinct requests: each must get exactly one answer
-            seen_jobs[key] = seen_jobs.get(key, 0) + 1
-            if overhead_only:
-                result.overhead_ms.append(elapsed - answer.time_ms)
+    async def one(request: AnalysisRequest, expected: int | None) -> None:
+        async with semaphore:
+            start = time.perf_counter()
+            try:
+                answer = await client.analyze(request, timeout=timeout)
+            except JobError:
+                result.lost += 1
                 return
-            result.latencies_ms.append(elapsed)
-            result.engine_ms.append(answer.time_ms)
-            result.by_worker[answer.worker] = result.by_worker.get(answer.worker, 0) + 1
-            if expected is not None and answer.exact and answer.score != expected:
-                result.wrong += 1
-
-        begin = time.perf_counter()
-        await asyncio.gather(*(one(r, e) for r, e in requests))
+            elapsed = (time.perf_counter() - start) * 1000
+            if overhead_only:
+                # A worker clears its table after answering (fresh tables): let it get back
+                # to the queue, so that the next probe really finds a worker free.
+                await asyncio.sleep(PROBE_GAP_S)
+        key = request.dedupe_key()  # distinct requests: each must get exactly one answer
+        seen_jobs[key] = seen_jobs.get(key, 0) + 1
         if overhead_only:
+            result.overhead_ms.append(elapsed - answer.time_ms)
             return
-        result.wall_s = time.perf_counter() - begin
-        status = await client.service_status()
+        result.latencies_ms.append(elapsed)
+        result.engine_ms.append(answer.time_ms)
+        result.by_worker[answer.worker] = result.by_worker.get(answer.worker, 0) + 1
+        if expected is not None and answer.exact and answer.score != expected:
+            result.wrong += 1
+
+    begin = time.perf_counter()
+    await asyncio.gather(*(one(r, e) for r, e in requests))
+    if overhead_only:
+        return
+    result.wall_s = time.perf_counter() - begin
+    status = await client.service_status()
     # A job answered twice, or two requests sharing one job, would show here.
     result.duplicated += sum(n - 1 for n in seen_jobs.values())
     result.duplicated += max(0, status.jobs.get("done", 0) - len(seen_jobs))
@@ -213,7 +222,9 @@ def run_load(
             result.load_before = os.getloadavg()[0]
 
         async def measure() -> None:
-            async with JobClient(url) as client:
+            # The client reads the shared cache at submission only if the workers use it.
+            client_settings = get_settings().model_copy(update={"cache_enabled": cache})
+            async with JobClient(url, client_settings) as client:
                 # Warm-up, not measured: first-use costs of connections and scripts.
                 warm = AnalysisRequest(game="tictactoe", position="", mode="depth", depth=1)
                 for _ in range(2 * workers):

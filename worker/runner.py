@@ -285,6 +285,8 @@ class Worker:
             jobs.current = None
             if self.cache is not None:
                 self.cache.flush_stats()  # counts the finish script did not carry, if any
+            if self.settings.solver_fresh_table:
+                jobs.clear_tables()  # after the answer, not before: off the next request's path
 
     def _cache_counts(self) -> tuple[str, int, int] | None:
         """The cache's pending hit and miss counts, for the finish script to carry."""
@@ -318,6 +320,8 @@ def run(name: str, url: str, queues: list[str] | None = None) -> int:
     )
     worker = Worker(name, connection, settings, queues)
     seconds = jobs.warm_up(worker.cache)
+    if settings.solver_fresh_table:
+        jobs.clear_tables()  # the first job, too, starts from an empty table
     log.info("pid %d: engine warm in %.2f s, serving %s", os.getpid(), seconds, worker.queues)
     worker.run()
     return 0

@@ -107,8 +107,8 @@ class Settings(BaseSettings):
     )
     solver_fresh_table: bool = Field(
         False,
-        description="Clear the solver's table before each analysis, so a job's work does not "
-        "depend on the jobs before it (for measurements: `plybot loadtest` sets it).",
+        description="Clear the solver's table after each job (and at start), so a job's work "
+        "does not depend on the jobs before it (for measurements: `plybot loadtest` sets it).",
     )
 
     # -- shared position cache -------------------------------------------------------

@@ -541,3 +541,46 @@ def test_service_unavailable_is_shown_and_the_page_recovers(
     assert result["exact"] and browser.driver.current_url.endswith("#/analyse/tictactoe/51")
     browser.wait(lambda d: not alert.is_displayed(), message="the message stayed")
     assert browser.errors() == []
+
+
+def test_play_view_recovers_by_itself_when_the_service_comes_back(
+    browser: Browser, site: str, redis_server: RedisServer
+) -> None:
+    """A move sent while Redis is down is refused with 503: the page says so, counts down,
+    shows the move unplayed, and once Redis is back takes the game's state again by itself
+    (no reload, no click); the game then goes on."""
+    open_page(browser, site + "/#/play")
+    browser.driver.find_element("css selector", "#play-game option[value=connect4]").click()
+    browser.driver.find_element("css selector", "#play-level option[value=easy]").click()
+    browser.driver.find_element("css selector", "input[name=first][value=human]").click()
+    browser.driver.find_element("id", "play-new").click()
+    status = browser.driver.find_element("id", "play-status")
+    browser.wait(lambda d: status.text.startswith("Your move"), timeout=60)
+    alert = browser.driver.find_element("id", "play-alert")
+    # The service's Redis keeps its data across a restart (`plybot up`'s is persistent); this
+    # one does not, so it saves by hand, and the snapshot goes once loaded.
+    with redis.Redis.from_url(redis_server.url) as client:
+        client.save()
+    redis_server.stop()
+    try:
+        browser.driver.find_element("css selector", ".drop[data-move='3']").click()
+        browser.wait(lambda d: "unavailable" in alert.text, message="no 'unavailable' message")
+        assert "retrying in" in alert.text
+        assert browser.js("return window.plybot.player.position.ply") == 0  # shown unplayed
+    finally:
+        redis_server.start()
+        (redis_server.data_dir / "dump.rdb").unlink(missing_ok=True)
+    browser.wait(
+        lambda d: not alert.is_displayed(), timeout=30, message=f"the message stayed: {alert.text}"
+    )
+    assert status.text.startswith("Your move")
+    browser.driver.find_element("css selector", ".drop[data-move='3']").click()
+    browser.wait(
+        lambda d: (
+            browser.js("return window.plybot.player.session.position").startswith("4")
+            and len(browser.js("return window.plybot.player.session.position")) == 2
+        ),
+        timeout=60,
+        message="the game did not go on",
+    )
+    assert browser.errors() == []

@@ -101,6 +101,7 @@ class Player {
     this.session = null; // the API's state of the game
     this.position = new Position(this.game);
     this.busy = false; // a request is in flight (the bot is thinking)
+    this.resumeTimer = null; // a retry after the service failed for a moment
     this.status = "Press New game to start.";
     $("#play-form").addEventListener("submit", (e) => {
       e.preventDefault();
@@ -168,6 +169,7 @@ class Player {
 
   async start() {
     if (this.busy) return;
+    clearTimeout(this.resumeTimer);
     this.alert.clear();
     const game = GAMES[$("#play-game").value];
     const body = {
@@ -194,6 +196,7 @@ class Player {
 
   async move(move) {
     if (!this.myTurn) return;
+    clearTimeout(this.resumeTimer);
     this.alert.clear();
     // The board's buttons are disabled while the bot thinks, which drops their
     // focus; a keyboard player gets it back on the same column afterwards.
@@ -265,11 +268,45 @@ class Player {
   fail(err, what) {
     let message = errorText(err);
     if (err instanceof ApiError && err.status === 422) message = `${what} ${message}`;
-    if (err instanceof ApiError && err.retryAfter && err.status) {
-      message += ` Try again in ${err.retryAfter} s.`;
+    const passing = err instanceof ApiError && err.transient;
+    if (passing && this.session) {
+      // A game in hand: take the server's state again by itself once the service is back
+      // (a bot reply that was on its way then shows up); a move that was refused is not
+      // replayed: the board shows it unplayed, for the person to play again.
+      const wait = err.retryAfter || 3;
+      this.alert.show(message, { retryIn: wait });
+      this.scheduleResume(wait);
+    } else {
+      if (passing && err.retryAfter) message += ` Try again in ${err.retryAfter} s.`;
+      this.alert.show(message);
     }
-    this.alert.show(message);
     this.status = this.session ? this.describe() : "Press New game to start.";
+  }
+
+  scheduleResume(seconds) {
+    clearTimeout(this.resumeTimer);
+    this.resumeTimer = setTimeout(() => this.resume(), seconds * 1000);
+  }
+
+  /** After a passing failure: the game's state from the server, then the bot's reply if it is due. */
+  async resume() {
+    if (!this.session) return;
+    if (this.busy) {
+      this.scheduleResume(1); // a request of the person's own is in flight: it decides first
+      return;
+    }
+    this.busy = true;
+    this.render();
+    try {
+      this.adopt(await request("GET", `/v1/games/${encodeURIComponent(this.session.id)}`));
+      this.alert.clear();
+      await this.awaitBot();
+    } catch (err) {
+      this.fail(err, "Could not load your game."); // passing again: tries again later
+    } finally {
+      this.busy = false;
+      this.render();
+    }
   }
 
   render() {

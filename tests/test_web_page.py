@@ -236,15 +236,21 @@ def test_the_pages_rules_agree_with_the_engine(browser: Browser, site: str) -> N
         }, (game, text)
 
 
+def new_game_in_page(browser: Browser, game: str, level: str, first: str | None = None) -> None:
+    """Start a game in the play view (``first``: "human" or "bot"; None keeps the form's)."""
+    browser.driver.find_element("css selector", f"#play-game option[value={game}]").click()
+    browser.driver.find_element("css selector", f"#play-level option[value={level}]").click()
+    if first is not None:
+        browser.driver.find_element("css selector", f"input[name=first][value={first}]").click()
+    browser.driver.find_element("id", "play-new").click()
+
+
 def test_a_game_clicked_to_its_end_against_the_bot(browser: Browser, site: str) -> None:
     """Connect Four against plybot (perfect): the person stacks column 1 (then the
     next free column), by clicking and by the keyboard, until the game ends; the
     announced result is the engine's verdict on the final position."""
     open_page(browser, site + "/#/play")
-    browser.driver.find_element("css selector", "#play-game option[value=connect4]").click()
-    browser.driver.find_element("css selector", "#play-level option[value=perfect]").click()
-    browser.driver.find_element("css selector", "input[name=first][value=human]").click()
-    browser.driver.find_element("id", "play-new").click()
+    new_game_in_page(browser, "connect4", "perfect", "human")
 
     status = browser.driver.find_element("id", "play-status")
     for turn in range(21):
@@ -285,10 +291,7 @@ def test_a_game_clicked_to_its_end_against_the_bot(browser: Browser, site: str) 
 def test_a_tictactoe_game_played_with_the_keyboard(browser: Browser, site: str) -> None:
     """Tic-tac-toe, plybot moving first; every move by the digit keys 1-9."""
     open_page(browser, site + "/#/play")
-    browser.driver.find_element("css selector", "#play-game option[value=tictactoe]").click()
-    browser.driver.find_element("css selector", "#play-level option[value=perfect]").click()
-    browser.driver.find_element("css selector", "input[name=first][value=bot]").click()
-    browser.driver.find_element("id", "play-new").click()
+    new_game_in_page(browser, "tictactoe", "perfect", "bot")
     status = browser.driver.find_element("id", "play-status")
     body = browser.driver.find_element("css selector", "body")
     for _ in range(5):
@@ -470,9 +473,7 @@ def test_the_page_fits_a_phone(
     browser.dark(False)
 
     open_page(browser, f"{site}/#/play")
-    browser.driver.find_element("css selector", "#play-game option[value=connect4]").click()
-    browser.driver.find_element("css selector", "#play-level option[value=easy]").click()
-    browser.driver.find_element("id", "play-new").click()
+    new_game_in_page(browser, "connect4", "easy")
     status = browser.driver.find_element("id", "play-status")
     for column in (4, 3):
         browser.wait(lambda d: status.text.startswith("Your move"), timeout=30)
@@ -550,10 +551,7 @@ def test_play_view_recovers_by_itself_when_the_service_comes_back(
     shows the move unplayed, and once Redis is back takes the game's state again by itself
     (no reload, no click); the game then goes on."""
     open_page(browser, site + "/#/play")
-    browser.driver.find_element("css selector", "#play-game option[value=connect4]").click()
-    browser.driver.find_element("css selector", "#play-level option[value=easy]").click()
-    browser.driver.find_element("css selector", "input[name=first][value=human]").click()
-    browser.driver.find_element("id", "play-new").click()
+    new_game_in_page(browser, "connect4", "easy", "human")
     status = browser.driver.find_element("id", "play-status")
     browser.wait(lambda d: status.text.startswith("Your move"), timeout=60)
     alert = browser.driver.find_element("id", "play-alert")

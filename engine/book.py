@@ -136,17 +136,6 @@ class Tiered:
         self.second.put_many(game, variant, items)
 
 
-def with_book(cache: PositionCache | None, width: int, height: int) -> PositionCache | None:
-    """``cache`` with the shipped book in front of it (the book alone if ``cache`` is None).
-
-    Boards without a shipped book get ``cache`` unchanged.
-    """
-    book = shipped_book(width, height)
-    if book is None:
-        return cache
-    return book if cache is None else Tiered(book, cache)
-
-
 @cache
 def shipped_book(width: int = 7, height: int = 6) -> OpeningBook | None:
     """The book shipped for this board size (loaded once per process), or ``None``."""

@@ -181,13 +181,10 @@ class Solver:
         numba loads (or, with no on-disk cache, compiles) each entry point at its
         first call, a second or more. A solve from the book or the cache calls
         none of them, so a solve cannot stand in for this. The table keeps only
-        what a tiny search of a middle-game position proves. (The batch entry
+        what a tiny search of the empty board proves. (The batch entry
         point of ``solve_batch`` loads at its first call: batches have no deadline.)
         """
         position = Connect4(self.width, self.height)
-        for column in (0, 0, self.width - 1, self.width - 1, 1, 1):
-            if position.can_play(column) and position.outcome() is None:
-                position.push(column)
         run = _Run(self, position, weak=False, deadline=None, node_limit=1000)
         for _ in run.solve():  # init and step, past the book and the cache
             pass

@@ -15,7 +15,9 @@ report can follow along.
 from __future__ import annotations
 
 import os
+import random
 import statistics
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -260,9 +262,6 @@ def play_games(games: int, opponent: str, move_s: float) -> GamesReport:
     but for where a deadline falls. Perfect uses the process's solver with the
     shipped opening book, as a worker does.
     """
-    import random
-    import time
-
     from engine.connect4 import Connect4
     from engine.levels import choose_move, warm_up
 

@@ -33,7 +33,6 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -45,7 +44,7 @@ if TYPE_CHECKING:
     from engine.solver import Solver
 
 #: The book shipped for the standard board, in the ``engine.data`` package.
-BOOK_FILE = "connect4-7x6.book"
+SHIPPED_PATH = Path(__file__).parent / "data" / "connect4-7x6.book"
 
 
 class BookError(PlybotError):
@@ -139,12 +138,9 @@ class Tiered:
 @cache
 def shipped_book(width: int = 7, height: int = 6) -> OpeningBook | None:
     """The book shipped for this board size (loaded once per process), or ``None``."""
-    if (width, height) != (7, 6):
+    if (width, height) != (7, 6) or not SHIPPED_PATH.is_file():
         return None
-    source = resources.files("engine.data").joinpath(BOOK_FILE)
-    if not source.is_file():
-        return None
-    return OpeningBook(width, height, parse(source.read_text(encoding="ascii")))
+    return OpeningBook(width, height, read(SHIPPED_PATH))
 
 
 def parse(text: str, variant: str = "7x6") -> list[BookLine]:

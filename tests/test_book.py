@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from engine.book import (
+    SHIPPED_PATH,
     BookError,
     BookLine,
     OpeningBook,
@@ -71,7 +72,7 @@ def test_book_is_exact_by_another_algorithm() -> None:
 
 
 def test_small_book_agrees_with_a_fresh_solver(small_book: OpeningBook) -> None:
-    for line in _lines_of(small_book):
+    for line in list(small_book):
         position = Connect4.parse(line.moves, "5x4")
         fresh = Solver(*SMALL, table_bytes=1 << 20).analyze(position)
         assert fresh.score == line.score and fresh.moves is not None
@@ -122,7 +123,7 @@ def test_mirror_image_gets_the_mirrored_move(small_book: OpeningBook) -> None:
 
 def test_solver_answers_book_positions_without_search(small_book: OpeningBook) -> None:
     solver = Solver(*SMALL, table_bytes=1 << 20, book=small_book)
-    for line in _lines_of(small_book)[:10]:
+    for line in list(small_book)[:10]:
         result = solver.solve(Connect4.parse(line.moves, "5x4"))
         assert result.complete and result.cache_hit and result.nodes == 0
         assert (result.score, result.best_move) == (line.score, line.best)
@@ -153,7 +154,7 @@ def test_shipped_book_is_well_formed() -> None:
     assert book is not None, "engine/data/connect4-7x6.book is missing from the package"
     empty = book.lookup(Connect4())
     assert empty is not None and empty[1] == 3  # the centre; the score is checked below
-    lines = read(Path(__import__("engine.data").data.__file__).parent / "connect4-7x6.book")
+    lines = read(SHIPPED_PATH)
     assert len(lines) == len(book)
     # The first player wins with the last stone: the best the second player can do is
     # a loss at the first player's 21st stone, so the empty board scores 22 - 21 = 1.
@@ -164,11 +165,8 @@ def test_shipped_book_is_well_formed() -> None:
 
 @pytest.mark.slow
 def test_shipped_book_deep_entries_agree_with_the_solver() -> None:
-    # The deepest entries (ply 6 and 7) solve in a second or two with a fresh table.
-    book = shipped_book()
-    assert book is not None
-    path = Path(__import__("engine.data").data.__file__).parent / "connect4-7x6.book"
-    deep = [line for line in read(path) if len(line.moves) >= 6]
+    # The deepest entries (ply 6 to 9) solve in a second or two with a fresh table.
+    deep = [line for line in read(SHIPPED_PATH) if len(line.moves) >= 6]
     assert deep, "the shipped book has no entries at ply 6 or more"
     for line in random.Random(3).sample(deep, min(4, len(deep))):
         solver = Solver()
@@ -219,7 +217,3 @@ def test_book_cli_builds_resumes_and_verifies(tmp_path: Path) -> None:
         bad.stderr
         == f"plybot book: {broken}: '44 1': expected '<moves> <score> <best>' (book line 1)\n"
     )
-
-
-def _lines_of(book: OpeningBook) -> list[BookLine]:
-    return list(book)

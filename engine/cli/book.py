@@ -20,12 +20,6 @@ from pathlib import Path
 from engine.cli.analyze import ArgumentParser, fail
 
 
-def _default_path() -> Path:
-    from engine.book import BOOK_FILE
-
-    return Path(__file__).resolve().parent.parent / "data" / BOOK_FILE
-
-
 def parser() -> ArgumentParser:
     p = ArgumentParser(prog="plybot book", description="Build or check the opening book.")
     sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -61,7 +55,7 @@ def main(argv: list[str]) -> int:
             return fail("plybot book", f"'{args.table_mb}': --table-mb must be positive")
         if args.out is None and (width, height) != (7, 6):
             return fail("plybot book", f"'{args.variant}': give --out for a book of another board")
-        path = args.out or _default_path()
+        path = args.out or book.SHIPPED_PATH
         try:
             done = book.read(path, args.variant)
         except book.BookError as exc:
@@ -85,7 +79,7 @@ def main(argv: list[str]) -> int:
         print(f"{len(built)} positions in {path}", file=sys.stderr)
         return 0
 
-    path = args.book or _default_path()
+    path = args.book or book.SHIPPED_PATH
     try:
         lines = book.read(path, args.variant)
     except book.BookError as exc:

@@ -156,7 +156,6 @@ class Solver:
         self.width = width
         self.height = height
         self.cache = cache
-        self.book = book
         # What a solve reads before searching: the book first, then the shared cache.
         self._known: PositionCache | None = cache
         if book is not None:

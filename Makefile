@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help venv up test test-fast bench loadtest lint format clean
+.PHONY: help venv up test test-fast bench loadtest chaos lint format clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -32,6 +32,9 @@ bench: $(STAMP) ## all six Connect Four benchmark sets (Test_L1_R3: first 100)
 
 loadtest: $(STAMP) ## throughput and latency of the service, 1 vs 2 workers
 	$(BIN)/plybot loadtest
+
+chaos: $(STAMP) ## faults against a real `plybot up` (Redis killed and full, workers killed and hung)
+	$(BIN)/plybot chaos
 
 lint: $(STAMP) ## ruff check, ruff format --check, mypy on engine/ and worker/
 	$(BIN)/ruff check .

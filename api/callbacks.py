@@ -16,21 +16,35 @@ takes the delivery over when it lapses; one that stops cleanly hands its
 deliveries back at once. Delivery is at least once; the receiver can tell
 repeats apart by the ``X-Plybot-Delivery`` header.
 
-The body is the analysis as ``GET /v1/analyses/{id}`` shows it.
+The body is the analysis as ``GET /v1/analyses/{id}`` shows it, signed: the
+``Plybot-Signature`` header is ``t=<unix time>,v1=<hex>``, the HMAC-SHA256 of
+``"<t>.<body>"`` under ``PLYBOT_CALLBACK_SECRET`` (as Stripe signs its webhooks);
+the receiver recomputes it and refuses a stale ``t`` (a replay). Without a secret
+no callback is accepted.
+
+Bounded: at most ``callback_max_in_flight`` deliveries in hand per process, at most
+``callback_max_per_host`` POSTs in flight to one host; a delivery not made within
+``callback_ttl_s`` is given up and its record expires; a URL that cannot be sent is
+final at once, and a fault of ours gives the delivery up rather than retrying it for
+ever.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import hmac
 import logging
 import time
 import uuid
+from collections import defaultdict
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 from redis.asyncio import Redis
+from redis.exceptions import RedisError
 
 from api.metrics import Metrics
 from api.schemas import AnalysisView
@@ -56,21 +70,56 @@ def allowed_hosts(settings: Settings) -> list[str]:
 
 
 def refusal(url: str, settings: Settings) -> str | None:
-    """Why ``url`` may not be called back (``None``: it may)."""
+    """Why ``url`` may not be called back (``None``: it may).
+
+    Checked once, completely, at the request: the URL as the delivery will send it.
+    ``urlsplit`` silently drops tabs and newlines (as browsers do) and httpx refuses
+    them later, so any whitespace, control or non-ASCII character is refused here
+    (write non-ASCII percent-encoded, hosts in punycode), and the URL must parse the
+    same for httpx, the client that will POST it.
+    """
+    for index, char in enumerate(url):
+        if not "!" <= char <= "~":  # printable ASCII, no space
+            shown = char.encode("unicode_escape", "backslashreplace").decode("ascii")
+            quoted = url.encode("unicode_escape", "backslashreplace").decode("ascii")
+            if char == " ":
+                shown = "a space"
+            return (
+                f"'{quoted}' holds {shown} at index {index}: a URL may hold only printable "
+                "ASCII, no spaces or control characters (percent-encode the rest)"
+            )
     try:
         parts = urlsplit(url)
         port = parts.port
-    except ValueError as exc:
+        sent_to = httpx.URL(url)
+    except (ValueError, httpx.InvalidURL) as exc:
         return f"'{url}' is not a valid URL ({exc})"
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return f"'{url}' is not an http(s) URL with a host"
+    if sent_to.host != parts.hostname.lower() or sent_to.port != port:
+        # Read two ways, two hosts: the allow-list must judge the host it will reach.
+        return f"'{url}' is ambiguous: its host reads as '{parts.hostname}' and '{sent_to.host}'"
+    if parts.username is not None or parts.password is not None:
+        return f"'{url}' holds credentials; a callback URL may not"
     host = parts.hostname.lower()
     hosts = allowed_hosts(settings)
     netloc = f"{host}:{port or (443 if parts.scheme == 'https' else 80)}"
     if host in hosts or netloc in hosts:
+        if not settings.callback_secret:
+            return "callbacks are disabled: the server has no PLYBOT_CALLBACK_SECRET to sign them"
         return None
     listed = ", ".join(hosts) if hosts else "empty: callbacks are disabled"
     return f"host '{host}' is not on the callback allow-list (PLYBOT_CALLBACK_HOSTS: {listed})"
+
+
+SIGNATURE_HEADER = "Plybot-Signature"
+
+
+def signature(secret: bytes, body: bytes, timestamp: int) -> str:
+    """The ``Plybot-Signature`` header of ``body`` sent at ``timestamp`` (Unix seconds):
+    ``t=<timestamp>,v1=<hex HMAC-SHA256 of "<timestamp>.<body>" under secret>``."""
+    mac = hmac.new(secret, b"%d." % timestamp + body, hashlib.sha256).hexdigest()
+    return f"t={timestamp},v1={mac}"
 
 
 class Callbacks:
@@ -103,6 +152,11 @@ class Callbacks:
         self._wake = asyncio.Event()
         self._handling: dict[str, asyncio.Task[None]] = {}
         self._failing = False  # log an outage once, not every tick
+        # POSTs in flight per host (PLYBOT_CALLBACK_MAX_PER_HOST): a slow receiver
+        # holds at most that many of this process's deliveries.
+        self._per_host: defaultdict[str, asyncio.Semaphore] = defaultdict(
+            lambda: asyncio.Semaphore(settings.callback_max_per_host)
+        )
 
     # -- requester side ------------------------------------------------------------
 
@@ -114,6 +168,9 @@ class Callbacks:
                 PREFIX + delivery,
                 mapping={"job": job_id, "url": url, "attempts": 0, "created_at": time.time()},
             )
+            # Retention: a delivery not made within callback_ttl_s is given up (see
+            # _handle), and its record goes with it even if no process is left to.
+            pipe.expire(PREFIX + delivery, self.settings.callback_ttl_s)
             pipe.zadd(DUE, {delivery: time.time()})
             await pipe.execute()
         self._wake.set()
@@ -158,11 +215,18 @@ class Callbacks:
         await self.http.aclose()
 
     async def _take_due(self) -> None:
+        room = self.settings.callback_max_in_flight - len(self._handling)
+        if room <= 0:  # each delivery in hand may hold a Redis connection (api.limits)
+            return
         now = time.time()
-        due: list[Any] = await self.redis.zrangebyscore(DUE, "-inf", now, start=0, num=100)
+        due: list[Any] = await self.redis.zrangebyscore(
+            DUE, "-inf", now, start=0, num=room + len(self._handling)
+        )
         for delivery in due:
             if delivery in self._handling:
                 continue
+            if len(self._handling) >= self.settings.callback_max_in_flight:
+                break
             if await self._claim(keys=[DUE], args=[delivery, now, now + self.LEASE_S]):
                 task = asyncio.create_task(self._handle(delivery))
                 self._handling[delivery] = task
@@ -189,6 +253,10 @@ class Callbacks:
                 await self.redis.zrem(DUE, delivery)
                 return
             job_id, url = record["job"], record["url"]
+            age = time.time() - float(record.get("created_at", 0) or 0)
+            if age > self.settings.callback_ttl_s:
+                await self._give_up(delivery, url, f"not delivered within {age:.0f} s")
+                return
             try:
                 state = await self.client.wait(job_id, timeout=self.LEASE_S / 3)
                 while not state.finished:
@@ -198,7 +266,9 @@ class Callbacks:
                 await self._give_up(delivery, url, "the job's record expired")
                 return
             attempt = int(record.get("attempts", 0)) + 1
-            error, final = await self._post(url, delivery, attempt, AnalysisView.of(state))
+            host = (urlsplit(url).hostname or "").lower()
+            async with self._per_host[host]:
+                error, final = await self._post(url, delivery, attempt, AnalysisView.of(state))
             if error is None:
                 await self.redis.delete(key)
                 await self.redis.zrem(DUE, delivery)
@@ -230,8 +300,12 @@ class Callbacks:
                 self._wake.set()
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # Redis trouble: the lease lapses and it is retried
+        except RedisError as exc:  # Redis trouble: the lease lapses and it is retried
             log.warning("callback %s: %s", delivery, exc)
+        except Exception as exc:  # a fault of ours: never retried for ever
+            log.exception("callback %s failed", delivery)
+            with contextlib.suppress(RedisError):
+                await self._give_up(delivery, "?", f"internal error: {exc!r}")
 
     async def _post(
         self, url: str, delivery: str, attempt: int, body: AnalysisView
@@ -240,16 +314,22 @@ class Callbacks:
         why = refusal(url, self.settings)  # the allow-list may have changed since
         if why is not None:
             return why, True
+        assert self.settings.callback_secret is not None  # refusal() checked it
+        content = body.model_dump_json().encode()
+        secret = self.settings.callback_secret.get_secret_value().encode()
         try:
             response = await self.http.post(
                 url,
-                content=body.model_dump_json(),
+                content=content,
                 headers={
                     "Content-Type": "application/json",
                     "X-Plybot-Delivery": delivery,
                     "X-Plybot-Attempt": str(attempt),
+                    SIGNATURE_HEADER: signature(secret, content, int(time.time())),
                 },
             )
+        except httpx.InvalidURL as exc:  # cannot change: never retried
+            return f"invalid URL: {exc}", True
         except httpx.HTTPError as exc:
             return f"{type(exc).__name__}: {exc}", False
         if 200 <= response.status_code < 300:

@@ -37,6 +37,14 @@ def main(argv: list[str]) -> int:
     if args.workers < 1:
         print(f"plybot serve: --workers {args.workers} must be at least 1", file=sys.stderr)
         return 2
+    from worker.redis_memory import check_redis_memory
+
+    verdict = check_redis_memory(settings.redis_url)  # the URL (it may hold a password) unsaid
+    if verdict.level == "refuse":
+        print(f"plybot serve: refusing to start: {verdict.message}", file=sys.stderr)
+        return 2
+    if verdict.level == "warn":
+        print(f"plybot serve: warning: {verdict.message}", file=sys.stderr, flush=True)
 
     import uvicorn
 
@@ -47,8 +55,13 @@ def main(argv: list[str]) -> int:
         port=args.port,
         workers=args.workers,
         log_level=args.log_level,
-        # The body limit and timeouts are the app's; keep idle connections short.
+        # The body limit is the app's; read timeouts are the protocol's (api.server), so a
+        # client that never finishes its request is cut off; idle connections are kept short.
+        http="api.server:TimeoutHttpToolsProtocol",
         timeout_keep_alive=5,
+        # X-Forwarded-For is believed only from PLYBOT_API_TRUSTED_PROXIES (api.clients);
+        # uvicorn's own handling would believe it from any local peer.
+        proxy_headers=False,
         timeout_graceful_shutdown=10,
     )
     return 0

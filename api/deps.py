@@ -16,9 +16,11 @@ from fastapi import Depends, HTTPException, Request
 from redis.asyncio import Redis
 
 from api.callbacks import Callbacks
+from api.clients import Identity
 from api.errors import unprocessable
+from api.limits import QueuedWork, Waits
 from api.metrics import Metrics
-from api.ratelimit import RateLimiter, client_id
+from api.ratelimit import RateLimiter
 from worker.client import JobClient
 from worker.games import GameStore
 from worker.settings import Settings
@@ -48,15 +50,33 @@ async def get_metrics(request: Request) -> Metrics:
     return request.app.state.metrics
 
 
+async def get_waits(request: Request) -> Waits:
+    return request.app.state.waits
+
+
+async def get_queued(request: Request) -> QueuedWork:
+    return request.app.state.queued
+
+
+async def get_caller(request: Request) -> str:
+    """The request's client (see :mod:`api.clients`): a configured API key's id or an
+    address; 401 for a key that is not configured."""
+    identity: Identity = request.app.state.identity
+    return identity.client(request)
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 RedisDep = Annotated[Redis, Depends(get_redis)]
 ClientDep = Annotated[JobClient, Depends(get_client)]
 GamesDep = Annotated[GameStore, Depends(get_games)]
 CallbacksDep = Annotated[Callbacks, Depends(get_callbacks)]
 MetricsDep = Annotated[Metrics, Depends(get_metrics)]
+WaitsDep = Annotated[Waits, Depends(get_waits)]
+QueuedDep = Annotated[QueuedWork, Depends(get_queued)]
+CallerDep = Annotated[str, Depends(get_caller)]
 
 
-async def rate_limit(request: Request, settings: SettingsDep) -> None:
+async def rate_limit(request: Request, settings: SettingsDep, caller: CallerDep) -> None:
     """Count the request against its client's limit; 429 with ``Retry-After`` past it.
 
     POSTs (which create work) and GETs are counted apart, with their own limits.
@@ -66,7 +86,7 @@ async def rate_limit(request: Request, settings: SettingsDep) -> None:
     bucket, limit = (
         ("read", settings.api_rate_limit_reads) if reads else ("write", settings.api_rate_limit)
     )
-    verdict = await limiter.hit(bucket, client_id(request), limit)
+    verdict = await limiter.hit(bucket, caller, limit)
     if not verdict.allowed:
         kind = "GET" if reads else "POST"
         raise HTTPException(

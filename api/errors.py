@@ -4,9 +4,17 @@
   the field, e.g. ``["body", "position"]``), and ``message`` joins them:
   ``"position: '44448': column 8 is outside 1..7 (move 5)"``. The engine's and
   the job contract's messages are passed through as they are.
-* 404 unknown id, 409 a move out of turn or in a finished game, 413 a body too
-  large, 429 past the rate limit (with ``Retry-After``), 503 while Redis is
-  unreachable (with ``Retry-After``): ``detail`` is the message.
+* 400 a body that is not valid JSON or not valid Unicode text, 401 an unknown
+  API key, 404 unknown id, 409 a move out of turn or in a finished game, 413 a
+  body too large, 429 past the rate limit or a cap (with ``Retry-After``), 503
+  while Redis is unreachable or full, or past a service-wide cap (with
+  ``Retry-After``): ``detail`` is the message.
+* Anything unforeseen is a 500 in the same JSON shape (never plain text), logged
+  with its traceback.
+
+Every message is encodable: text a client sent that is not valid Unicode (a lone
+surrogate such as ``\\ud800``) is quoted with backslash escapes, never passed to
+the encoder as it is.
 """
 
 from __future__ import annotations
@@ -19,6 +27,8 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import OutOfMemoryError
+from redis.exceptions import ResponseError as RedisResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -30,6 +40,8 @@ log = logging.getLogger("plybot.api")
 
 #: Seconds a client is told to wait after a 503.
 RETRY_AFTER_UNAVAILABLE = 2
+#: Seconds a client is told to wait after a 503 because Redis is full.
+RETRY_AFTER_FULL = 10
 
 
 def unprocessable(loc: Sequence[str | int], message: str) -> RequestValidationError:
@@ -37,12 +49,33 @@ def unprocessable(loc: Sequence[str | int], message: str) -> RequestValidationEr
     return RequestValidationError([{"loc": tuple(loc), "msg": message, "type": "value_error"}])
 
 
+def printable(text: str) -> str:
+    """``text`` with anything UTF-8 cannot encode (lone surrogates) backslash-escaped."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _plain(value: Any) -> Any:
+    """``value`` (a JSON-able tree) with every string made :func:`printable`."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {printable(str(k)): _plain(v) for k, v in value.items()}
+    return value
+
+
 def _clean(error: dict[str, Any]) -> dict[str, Any]:
     msg = str(error.get("msg", ""))
     for prefix in ("Value error, ", "Assertion failed, "):
         if msg.startswith(prefix):
             msg = msg[len(prefix) :]
-    return {"loc": list(error.get("loc", ())), "msg": msg, "type": error.get("type", "")}
+    loc = list(error.get("loc", ()))
+    if error.get("type") == "json_invalid":  # say where and what, not just "JSON decode error"
+        at = f" at character {loc[1]}" if len(loc) > 1 else ""
+        msg = f"not valid JSON{at}: {(error.get('ctx') or {}).get('error', msg)}"
+        loc = loc[:1]  # ("body", 12) -> ("body",): the message says where
+    return {"loc": loc, "msg": msg, "type": error.get("type", "")}
 
 
 def _field(loc: list[Any]) -> str:
@@ -54,7 +87,8 @@ def _field(loc: list[Any]) -> str:
 def _json(
     status: int, detail: Any, message: str, headers: dict[str, str] | None = None
 ) -> JSONResponse:
-    return JSONResponse({"detail": detail, "message": message}, status_code=status, headers=headers)
+    body = _plain({"detail": detail, "message": message})
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 async def _validation(request: Request, exc: Exception) -> JSONResponse:
@@ -66,6 +100,13 @@ async def _validation(request: Request, exc: Exception) -> JSONResponse:
 
 async def _http(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HTTPException)
+    if isinstance(exc.__cause__, UnicodeDecodeError):  # FastAPI's "error parsing the body"
+        cause = exc.__cause__
+        message = (
+            f"body: not valid UTF-8 (byte 0x{cause.object[cause.start]:02x} at offset "
+            f"{cause.start}); JSON bodies must be UTF-8"
+        )
+        return _json(400, message, message)
     return _json(exc.status_code, exc.detail, str(exc.detail), dict(exc.headers or {}))
 
 
@@ -78,9 +119,35 @@ async def _conflict(request: Request, exc: Exception) -> JSONResponse:
 
 
 async def _unavailable(request: Request, exc: Exception) -> JSONResponse:
+    if "No connection available" in str(exc):  # the bounded pool stayed full (api.limits)
+        message = "the service is busy (no free Redis connection); try again shortly"
+        return _json(503, message, message, {"Retry-After": str(RETRY_AFTER_UNAVAILABLE)})
     log.warning("redis unreachable: %s %s: %s", request.method, request.url.path, exc)
     message = "the service's Redis is unreachable; try again shortly"
     return _json(503, message, message, {"Retry-After": str(RETRY_AFTER_UNAVAILABLE)})
+
+
+async def _redis_refused(request: Request, exc: Exception) -> JSONResponse:
+    """Redis answered with an error: out of memory (``OOM command not allowed``) is a 503
+    the client can retry; anything else is a fault of ours (500), logged."""
+    if isinstance(exc, OutOfMemoryError) or "OOM command not allowed" in str(exc):
+        log.warning("redis is full: %s %s: %s", request.method, request.url.path, exc)
+        message = "the service's Redis is full (maxmemory reached); try again later"
+        return _json(503, message, message, {"Retry-After": str(RETRY_AFTER_FULL)})
+    return await _internal(request, exc)
+
+
+async def _not_unicode(request: Request, exc: Exception) -> JSONResponse:
+    # Text that passed validation but cannot be encoded (a lone surrogate the schemas
+    # did not see, e.g. in a header): the client's fault, so a 400, never a 500.
+    message = f"the request holds text that is not valid Unicode ({printable(str(exc))})"
+    return _json(400, message, message)
+
+
+async def _internal(request: Request, exc: Exception) -> JSONResponse:
+    log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+    message = "internal error; it has been logged"
+    return _json(500, message, message)
 
 
 class _TooLarge(HTTPException):
@@ -149,3 +216,6 @@ def install(app: FastAPI) -> None:
     # down; the pool reconnects by itself on the next request once it is back.
     app.add_exception_handler(RedisConnectionError, _unavailable)
     app.add_exception_handler(RedisTimeoutError, _unavailable)
+    app.add_exception_handler(RedisResponseError, _redis_refused)
+    app.add_exception_handler(UnicodeError, _not_unicode)
+    app.add_exception_handler(Exception, _internal)  # JSON, never Starlette's plain text

@@ -16,12 +16,20 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import fastapi_offline
 from fastapi import FastAPI
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.middleware.gzip import GZipMiddleware
+from starlette.responses import Response
+from starlette.types import Scope
 
 from api import errors
 from api.callbacks import Callbacks
+from api.clients import Identity
 from api.errors import BodyLimitMiddleware
+from api.limits import POOL_TIMEOUT_S, QueuedWork, Waits, redis_pool_size
 from api.metrics import Metrics, MetricsMiddleware
 from api.ratelimit import RateLimiter
 from api.routes import analyses, games, health, status
@@ -32,6 +40,36 @@ from worker.settings import Settings, get_settings
 log = logging.getLogger("plybot.api")
 
 STATIC_DIR = Path(__file__).parent / "static"
+
+#: How long a browser may reuse a static file without asking again. The files are not
+#: fingerprinted, so the lifetime is short: a new release reaches everyone within it.
+#: The page itself (index.html) is always revalidated (a cheap 304 by ETag).
+STATIC_MAX_AGE_S = 600
+
+#: Compress answers bigger than this (the page's scripts and styles shrink ~3x).
+GZIP_MIN_BYTES = 500
+
+
+class CachedStaticFiles(StaticFiles):
+    """StaticFiles with a ``Cache-Control`` lifetime (``no-cache`` for HTML)."""
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        response = await super().get_response(path, scope)
+        if response.status_code in (200, 304):
+            html = response.headers.get("content-type", "").startswith("text/html")
+            response.headers["Cache-Control"] = (
+                "no-cache" if html else f"public, max-age={STATIC_MAX_AGE_S}"
+            )
+        return response
+
+
+def _static(directory: Path) -> GZipMiddleware:
+    """A static directory, cached and compressed. Only static files go through gzip:
+    the API's event streams must not be buffered by a compressor."""
+    return GZipMiddleware(
+        CachedStaticFiles(directory=directory, html=True), minimum_size=GZIP_MIN_BYTES
+    )
+
 
 #: How often each API process deletes long-idle and long-finished games.
 PURGE_INTERVAL_S = 600.0
@@ -47,20 +85,33 @@ digits 1-7, e.g. `4453`); scores are from the side to move (Connect Four: as in
 Pascal Pons' benchmark files, positive = win, 22 - stones at the win).
 
 Errors are JSON `{"detail": ..., "message": "one line"}`: 422 names the field and the
-problem, 404 an unknown id, 409 a move out of turn, 429 past the rate limit (see
-`Retry-After`; a client is its `X-API-Key` header or its address), 503 while Redis is
-unreachable.
+problem, 401 an unknown API key, 404 an unknown id, 409 a move out of turn, 429 past
+this client's rate limit or caps (see `Retry-After`; a client is its configured
+`X-API-Key` or its address), 503 while Redis is unreachable or full, or past the
+service's caps (with `Retry-After`).
 """
 
 
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
-    client = JobClient(settings.redis_url, settings)
+    # One bounded pool for jobs, games and limits, sized for every stream and long poll
+    # the process allows (api.limits): it cannot run dry at the concurrency it admits.
+    client = JobClient(
+        settings.redis_url,
+        settings,
+        max_connections=redis_pool_size(settings),
+        pool_timeout=POOL_TIMEOUT_S,
+    )
     app.state.client = client
-    app.state.redis = client.redis  # one pool for jobs, games and limits
-    app.state.games = GameStore(client.redis)
+    app.state.redis = client.redis
+    app.state.games = GameStore(client.redis, finished_ttl_s=settings.api_games_finished_s)
     app.state.limiter = RateLimiter(client.redis, window_s=settings.api_rate_window_s)
+    app.state.queued = QueuedWork(
+        client.redis,
+        total=settings.api_max_queued,
+        per_client=settings.api_max_queued_per_client,
+    )
     callbacks = Callbacks(client.redis, client, settings, app.state.metrics)
     app.state.callbacks = callbacks
     tasks = [
@@ -99,6 +150,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="0.1.0",
         description=DESCRIPTION,
         lifespan=lifespan,
+        # Swagger UI and ReDoc from a package (see _docs), not from a CDN: the docs work
+        # offline.
+        docs_url=None,
+        redoc_url=None,
         openapi_tags=[
             {"name": "analyses", "description": "Analyse a position (solve, depth, time)."},
             {"name": "games", "description": "Play plybot."},
@@ -107,11 +162,46 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.metrics = Metrics()
+    app.state.identity = Identity.of(settings)
+    app.state.waits = Waits(
+        total=settings.api_max_waits, per_client=settings.api_max_waits_per_client
+    )
     errors.install(app)
     for module in (analyses, games, status, health):
         app.include_router(module.router)
     app.add_middleware(BodyLimitMiddleware, limit=settings.api_max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+    _docs(app)
     if STATIC_DIR.is_dir():  # the web page (api/static); after the API routes
-        app.mount("/", StaticFiles(directory=STATIC_DIR, html=True), name="static")
+        app.mount("/", _static(STATIC_DIR), name="static")
     return app
+
+
+def _docs(app: FastAPI) -> None:
+    """``/docs`` (Swagger UI) and ``/redoc`` by FastAPI's self-hosting recipe, their
+    scripts and styles served from ``/docs-assets`` out of the ``fastapi-offline``
+    package, so the API docs need no internet."""
+    assets = Path(fastapi_offline.__file__).parent / "static"
+    openapi_url = app.openapi_url or "/openapi.json"
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url=openapi_url,
+            title=f"{app.title} - API docs",
+            swagger_js_url="/docs-assets/swagger-ui-bundle.js",
+            swagger_css_url="/docs-assets/swagger-ui.css",
+            swagger_favicon_url="/favicon.svg",
+        )
+
+    @app.get("/redoc", include_in_schema=False)
+    async def redoc() -> HTMLResponse:
+        return get_redoc_html(
+            openapi_url=openapi_url,
+            title=f"{app.title} - API docs",
+            redoc_js_url="/docs-assets/redoc.standalone.js",
+            redoc_favicon_url="/favicon.svg",
+            with_google_fonts=False,
+        )
+
+    app.mount("/docs-assets", _static(assets), name="docs-assets")

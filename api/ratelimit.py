@@ -6,20 +6,16 @@ expiry in one Lua script (no race between ``INCR`` and ``PEXPIRE``, one round
 trip). Past the limit the request is refused and ``Retry-After`` is the time
 left in the window.
 
-A client is the ``X-API-Key`` header when given (hashed: the key itself is
-never stored), else the peer address.
+Who the client is (a configured API key, or an address) is :mod:`api.clients`'
+business: a header a client invents never makes it someone new.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import dataclass
 
-from fastapi import Request
 from redis.asyncio import Redis
-
-API_KEY_HEADER = "X-API-Key"
 
 # KEYS[1] the counter; ARGV[1] the window in ms.  Returns {count, ms left in window}.
 _HIT = """
@@ -39,15 +35,6 @@ class Verdict:
     count: int
     limit: int
     retry_after_s: int  # whole seconds until the window ends (>= 1)
-
-
-def client_id(request: Request) -> str:
-    """Who the request counts against: its API key (hashed) or its address."""
-    key = request.headers.get(API_KEY_HEADER)
-    if key:
-        return "key:" + hashlib.sha256(key.encode()).hexdigest()[:24]
-    host = request.client.host if request.client else "unknown"
-    return f"addr:{host}"
 
 
 class RateLimiter:

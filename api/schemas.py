@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from worker.client import ServiceStatus
 from worker.contract import (
@@ -28,7 +28,32 @@ HUMAN = "human"
 Side = Literal["human", "bot"]
 
 
-class AnalysisCreate(AnalysisRequest):
+def unicode_text(value: object) -> object:
+    """``value``, or a ``ValueError`` naming the offence if it is text that is not valid
+    Unicode: JSON lets a client write a lone surrogate (``"\\ud800"``), which no
+    encoder (the response's, Redis') can take."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            bad = value[exc.start].encode("unicode_escape").decode("ascii")
+            raise ValueError(
+                f"{bad} at index {exc.start} is a lone UTF-16 surrogate, not valid Unicode text"
+            ) from None
+    return value
+
+
+class _UnicodeBody(BaseModel):
+    """A request body whose every text field is valid Unicode (checked before any other
+    validator quotes it back)."""
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _unicode(cls, value: object) -> object:
+        return unicode_text(value)
+
+
+class AnalysisCreate(_UnicodeBody, AnalysisRequest):
     """``POST /v1/analyses``: an analysis request, and where to POST its result."""
 
     model_config = ConfigDict(
@@ -156,7 +181,7 @@ class AnalysisCanceled(BaseModel):
     status: JobStatus = Field(description="The analysis's status after the cancel.")
 
 
-class GameCreate(BaseModel):
+class GameCreate(_UnicodeBody):
     """``POST /v1/games``: a game against plybot."""
 
     model_config = ConfigDict(
@@ -175,7 +200,7 @@ class GameCreate(BaseModel):
     first: Side = Field("human", description="Who moves first.")
 
 
-class GameMove(BaseModel):
+class GameMove(_UnicodeBody):
     """``POST /v1/games/{id}/moves``: your move in the game's notation."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"move": "4"}]})
@@ -233,6 +258,7 @@ class GameView(BaseModel):
         description="`human wins`, `bot wins` or `draw`; null while ongoing."
     )
     last_bot_move: BotMove | None = None
+    takebacks: int = Field(0, description="Moves you took back in this game.")
     board: str = Field(description="The board as text.")
     version: int = Field(description="Bumped on every change.")
     created_at: float
@@ -263,6 +289,7 @@ class GameView(BaseModel):
             winner=winner,
             result=result,
             last_bot_move=session.last_bot_move,
+            takebacks=session.takebacks,
             board=session.position().render(),
             version=session.version,
             created_at=session.created_at,

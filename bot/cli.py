@@ -96,6 +96,7 @@ def main(argv: list[str]) -> int:
     setup_logging(args.log_level, [token])
     # Heavy imports only once the settings are known to be usable.
     import asyncio
+    import signal
 
     import discord
     from redis.exceptions import RedisError
@@ -104,6 +105,10 @@ def main(argv: list[str]) -> int:
 
     async def run() -> None:
         async with PlybotBot(settings) as bot:
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                # docker stop sends SIGTERM: finish what is in flight, disconnect, exit 0.
+                loop.add_signal_handler(sig, bot.stop_on, sig.name)
             await bot.start(token)
 
     try:

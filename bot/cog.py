@@ -14,7 +14,9 @@ not the interaction's webhook (valid for 15 minutes only): a game lasts longer.
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
+import os
 from collections.abc import Awaitable
 from typing import Any, Literal, TypeVar
 
@@ -25,7 +27,9 @@ from redis.exceptions import RedisError
 
 from bot.challenges import Challenge
 from bot.render import (
+    BOARD_FILE,
     analysis_embed,
+    board_picture,
     challenge_embed,
     game_embed,
     help_embed,
@@ -34,9 +38,11 @@ from bot.render import (
     stats_text,
     title,
 )
-from bot.service import DiscordGames, Notice, Update
+from bot.service import DiscordGames, Notice, Update, notice
+from bot.strings import language, say
 from bot.views import COG_NAME, challenge_view, game_view
-from worker.games import GameSession
+from engine.game import Game
+from worker.games import BOT, GameSession
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -50,22 +56,65 @@ GameName = Literal["connect4", "tictactoe"]
 
 T = TypeVar("T")
 
-_UNAVAILABLE = Notice("plybot's storage is not answering right now; try again in a moment.")
+_UNAVAILABLE = notice("unavailable")
+_NO_WORKERS = notice("no_workers")
+_FAILED = notice("failed")
+
+
+def _lang(interaction: discord.Interaction[Any]) -> str:
+    """The language of the user's replies (their Discord locale, if shipped)."""
+    return language(interaction.locale)
+
+
+#: What the bot needs in a channel to show a game there, with the names Discord shows.
+NEEDED = {
+    "view_channel": "View Channel",
+    "send_messages": "Send Messages",
+    "embed_links": "Embed Links",
+    "attach_files": "Attach Files",
+    "read_message_history": "Read Message History",
+}
 
 #: The options /connect4 and /tictactoe share (each adds its own ``position``).
 _PLAY_OPTIONS = {
     "opponent": "Challenge this member (leave empty to play plybot)",
-    "level": "plybot's strength (default medium)",
+    "level": "plybot's strength (default medium; not for games against a member)",
     "first": "Who moves first (default: you)",
 }
 
 
-def draw(table: GameSession | Challenge, closed: str | None = None) -> dict[str, Any]:
-    """The message (embed and buttons) showing ``table``, as keyword arguments for send/edit."""
+def draw(
+    table: GameSession | Challenge,
+    closed: str | None = None,
+    *,
+    new: bool = False,
+    deadline: float | None = None,
+) -> dict[str, Any]:
+    """The message (embed, buttons, board picture) showing ``table``, as keyword arguments
+    for a send (``new``) or an edit (which replaces the picture)."""
     if isinstance(table, Challenge):
         view = challenge_view(table) if closed is None else None
         return {"embed": challenge_embed(table, closed), "view": view}
-    return {"embed": game_embed(table), "view": game_view(table)}
+    drawn: dict[str, Any] = {"embed": game_embed(table, deadline), "view": game_view(table)}
+    return drawn | pictures(table.position(), new=new)
+
+
+def pictures(position: Game, *, new: bool) -> dict[str, Any]:
+    """The board picture as a ``file`` (a send) or ``attachments`` (an edit); ``{}`` if none."""
+    png = board_picture(position)
+    if png is None:
+        return {}
+    file = discord.File(io.BytesIO(png), filename=BOARD_FILE)
+    return {"file": file} if new else {"attachments": [file]}
+
+
+def quiet(ping: str | None = None) -> discord.AllowedMentions:
+    """Mentions that ping nobody, or only ``ping`` (never plybot, never a role or everyone)."""
+    if ping is None or ping == BOT:
+        return discord.AllowedMentions.none()
+    return discord.AllowedMentions(
+        everyone=False, roles=False, replied_user=False, users=[discord.Object(int(ping))]
+    )
 
 
 def _place(table: GameSession | Challenge) -> tuple[str | None, str | None]:
@@ -118,7 +167,7 @@ class Games(commands.Cog, name=COG_NAME):
         self,
         interaction: discord.Interaction[Any],
         opponent: discord.Member | None = None,
-        level: Level = "medium",
+        level: Level | None = None,
         first: First = "me",
         position: app_commands.Range[str, 1, 42] = "",
     ) -> None:
@@ -133,7 +182,7 @@ class Games(commands.Cog, name=COG_NAME):
         self,
         interaction: discord.Interaction[Any],
         opponent: discord.Member | None = None,
-        level: Level = "medium",
+        level: Level | None = None,
         first: First = "me",
         position: app_commands.Range[str, 1, 9] = "",
     ) -> None:
@@ -153,18 +202,31 @@ class Games(commands.Cog, name=COG_NAME):
     ) -> None:
         request = self.service.analysis_request(game, position)
         if isinstance(request, Notice):
-            await interaction.response.send_message(request.text, ephemeral=True)
+            await interaction.response.send_message(
+                request.told(_lang(interaction)), ephemeral=True
+            )
+            return
+        alive = await self._quick(self.service.workers_alive())
+        if alive == 0:
+            await interaction.response.send_message(
+                _NO_WORKERS.told(_lang(interaction)), ephemeral=True
+            )
             return
         refused = await self._quick(self.service.analyze_cooldown(str(interaction.user.id)))
         if refused is not None:
-            await interaction.response.send_message(refused.text, ephemeral=True)
+            await interaction.response.send_message(
+                refused.told(_lang(interaction)), ephemeral=True
+            )
             return
         await interaction.response.defer(thinking=True)
         result = await self.service.analyze(request)
         if isinstance(result, Notice):
-            await interaction.edit_original_response(content=result.text)
+            await interaction.edit_original_response(content=result.told(_lang(interaction)))
         else:
-            await interaction.edit_original_response(embed=analysis_embed(request.board(), result))
+            board = request.board()
+            await interaction.edit_original_response(
+                embed=analysis_embed(board, result), **pictures(board, new=False)
+            )
 
     @app_commands.command(
         name="resign", description="Resign your game in this channel (or withdraw your challenge)."
@@ -177,10 +239,27 @@ class Games(commands.Cog, name=COG_NAME):
             )
         )
         if isinstance(result, Notice):
-            await interaction.response.send_message(result.text, ephemeral=True)
+            await interaction.response.send_message(result.told(_lang(interaction)), ephemeral=True)
             return
-        await interaction.response.send_message(result.announce or "Resigned.")
+        await interaction.response.send_message(
+            result.announce or "Resigned.", allowed_mentions=quiet()
+        )
         self._spawn(self.show(result, announce=False))
+
+    @app_commands.command(
+        name="board", description="Show your game in this channel again, at the bottom."
+    )
+    @app_commands.guild_only()
+    async def board(self, interaction: discord.Interaction[Any]) -> None:
+        found = await self._quick(
+            self.service.game_in_channel(str(interaction.channel_id), str(interaction.user.id))
+        )
+        if isinstance(found, Notice):
+            await interaction.response.send_message(found.told(_lang(interaction)), ephemeral=True)
+            return
+        if not await self._can_show(interaction):
+            return
+        await self._post(interaction, found)
 
     @app_commands.command(
         name="stats", description="Results against plybot per level, and the rating between people."
@@ -193,7 +272,7 @@ class Games(commands.Cog, name=COG_NAME):
         who = str((user or interaction.user).id)
         found = await self._quick(self.service.user_stats(str(interaction.guild_id), who))
         if isinstance(found, Notice):
-            await interaction.response.send_message(found.text, ephemeral=True)
+            await interaction.response.send_message(found.told(_lang(interaction)), ephemeral=True)
             return
         embed = discord.Embed(title="plybot stats", description=stats_text(who, found))
         await interaction.response.send_message(embed=embed)
@@ -206,12 +285,67 @@ class Games(commands.Cog, name=COG_NAME):
     ) -> None:
         found = await self._quick(self.service.leaderboard(str(interaction.guild_id), game))
         if isinstance(found, Notice):
-            await interaction.response.send_message(found.text, ephemeral=True)
+            await interaction.response.send_message(found.told(_lang(interaction)), ephemeral=True)
             return
         embed = discord.Embed(
             title=f"{title(game)} leaderboard", description=leaderboard_text(game, found)
         )
         await interaction.response.send_message(embed=embed)
+
+    @app_commands.command(
+        name="settings", description="This server's plybot settings (Manage Server to change)."
+    )
+    @app_commands.describe(
+        level="plybot's default strength here",
+        move_timeout="Minutes a player has for a move before forfeiting (1 to 10080)",
+        channel="The one channel where games are played",
+        any_channel="Allow games in every channel again",
+    )
+    @app_commands.default_permissions(manage_guild=True)
+    @app_commands.guild_only()
+    async def settings_command(
+        self,
+        interaction: discord.Interaction[Any],
+        level: Level | None = None,
+        move_timeout: app_commands.Range[int, 1, 10080] | None = None,
+        channel: discord.TextChannel | None = None,
+        any_channel: bool = False,
+    ) -> None:
+        """Show the server's settings, or change them (members with Manage Server only:
+        the default permission hides the command from others, and this check holds even
+        where a server overrides it)."""
+        if not interaction.permissions.manage_guild:
+            await interaction.response.send_message(
+                say("managers_only", _lang(interaction)), ephemeral=True
+            )
+            return
+        store = self.service.guild_settings
+        guild_id = str(interaction.guild_id)
+        try:
+            found = await self._quick(
+                store.change(
+                    guild_id,
+                    level=level,
+                    timeout_s=None if move_timeout is None else move_timeout * 60.0,
+                    channel_id=None if channel is None else str(channel.id),
+                    any_channel=any_channel,
+                )
+            )
+        except ValueError:
+            await interaction.response.send_message(
+                say("timeout_bounds", _lang(interaction)), ephemeral=True
+            )
+            return
+        if isinstance(found, Notice):
+            await interaction.response.send_message(found.told(_lang(interaction)), ephemeral=True)
+            return
+        changed = any(x is not None for x in (level, move_timeout, channel)) or any_channel
+        lang = _lang(interaction)
+        lines = [say("settings_changed" if changed else "settings_shown", lang)]
+        lines.append(found.describe(lang))
+        if changed:
+            lines.append(say("settings_note", lang))
+        await interaction.response.send_message("\n".join(lines), ephemeral=True)
 
     @app_commands.command(name="help", description="How to play plybot.")
     async def help(self, interaction: discord.Interaction[Any]) -> None:
@@ -227,6 +361,16 @@ class Games(commands.Cog, name=COG_NAME):
             self.service.press(game_id, str(interaction.user.id), ply, move)
         )
         await self._answer(interaction, result)
+
+    async def on_resign_button(self, interaction: discord.Interaction[Any], game_id: str) -> None:
+        await interaction.response.defer()
+        result = await self._guarded(self.service.resign_game(game_id, str(interaction.user.id)))
+        await self._answer(interaction, result)
+
+    async def on_rematch(self, interaction: discord.Interaction[Any], game_id: str) -> None:
+        """A new game (or challenge) posted as a new message under the finished one."""
+        result = await self._quick(self.service.rematch(game_id, str(interaction.user.id)))
+        await self._begin(interaction, result)
 
     async def on_challenge(
         self, interaction: discord.Interaction[Any], challenge_id: str, answer: str
@@ -247,12 +391,19 @@ class Games(commands.Cog, name=COG_NAME):
         interaction: discord.Interaction[Any],
         game: str,
         opponent: discord.Member | discord.User | None,
-        level: str,
+        level: str | None,
         first: str,
         position: str,
     ) -> None:
         me = self.bot.user
         plays_bot = opponent is None or (me is not None and opponent.id == me.id)
+        if not await self._can_show(interaction):
+            return
+        if plays_bot and await self._quick(self.service.workers_alive()) == 0:
+            await interaction.response.send_message(
+                _NO_WORKERS.told(_lang(interaction)), ephemeral=True
+            )
+            return
         result = await self._quick(
             self.service.start(
                 guild_id=str(interaction.guild_id),
@@ -266,30 +417,59 @@ class Games(commands.Cog, name=COG_NAME):
                 position=position,
             )
         )
+        await self._begin(interaction, result)
+
+    async def _begin(self, interaction: discord.Interaction[Any], result: Notice | Update) -> None:
+        """Answer with a new game's board or a challenge (or the Notice refusing it)."""
         if isinstance(result, Notice):
-            await interaction.response.send_message(result.text, ephemeral=True)
+            await interaction.response.send_message(result.told(_lang(interaction)), ephemeral=True)
             return
-        table = result.table
-        # A challenge pings the challenged (mentions inside embeds do not).
-        content = mention(table.opponent) if isinstance(table, Challenge) else None
-        sent = await interaction.response.send_message(content=content, **draw(table))
+        await self._post(interaction, result.table)
+        if result.bot_to_move:
+            self.watch_bot_move(result.table.id)
+
+    async def _post(
+        self, interaction: discord.Interaction[Any], table: GameSession | Challenge
+    ) -> None:
+        """Answer ``interaction`` with a new message showing ``table``; it shows it from now on."""
+        # A challenge pings the challenged (mentions inside embeds do not); a board nobody.
+        if isinstance(table, Challenge):
+            content, allowed = mention(table.opponent), quiet(table.opponent)
+            drawn = draw(table, new=True)
+        else:
+            content, allowed = None, quiet()
+            drawn = draw(table, new=True, deadline=self.service.deadline(table))
+        sent = await interaction.response.send_message(
+            content=content, allowed_mentions=allowed, **drawn
+        )
         message_id = getattr(sent, "message_id", None)
         if message_id is None:
             message_id = (await interaction.original_response()).id
         await self.service.attach_message(table, str(message_id))
-        if result.bot_to_move:
-            self.watch_bot_move(table.id)
+
+    async def _can_show(self, interaction: discord.Interaction[Any]) -> bool:
+        """Whether the bot may post and edit a board in the interaction's channel; if not,
+        says which permissions are missing (ephemeral replies need none)."""
+        granted = interaction.app_permissions
+        missing = [name for perm, name in NEEDED.items() if not getattr(granted, perm)]
+        if not missing:
+            return True
+        await interaction.response.send_message(
+            say("missing_permissions", _lang(interaction), missing=", ".join(missing)),
+            ephemeral=True,
+        )
+        return False
 
     async def _answer(self, interaction: discord.Interaction[Any], result: Notice | Update) -> None:
         """Show the result of a button press (the interaction was deferred)."""
         if isinstance(result, Notice):
-            await interaction.followup.send(result.text, ephemeral=True)
+            await interaction.followup.send(result.told(_lang(interaction)), ephemeral=True)
             if result.refresh is not None:
-                await interaction.edit_original_response(**draw(result.refresh))
+                await interaction.edit_original_response(**self._draw(Update(result.refresh)))
             return
-        await interaction.edit_original_response(content=None, **draw(result.table, result.closed))
+        await interaction.edit_original_response(content=None, **self._draw(result))
         if result.announce:
-            self._spawn(self._announce(result.table, result.announce))
+            self._spawn(self._announce(result.table, result.announce, result.ping))
         if result.bot_to_move:
             self.watch_bot_move(result.table.id)
 
@@ -303,21 +483,36 @@ class Games(commands.Cog, name=COG_NAME):
         if message_id:
             try:
                 await channel.get_partial_message(int(message_id)).edit(
-                    content=None, **draw(table, update.closed)
+                    content=None, **self._draw(update)
                 )
             except discord.HTTPException as exc:
                 log.warning("cannot redraw %s in channel %s: %s", table.id, channel_id, exc)
         if announce and update.announce:
-            await self._announce(table, update.announce)
+            await self._announce(table, update.announce, update.ping)
         if update.bot_to_move:
             self.watch_bot_move(table.id)
 
-    async def _announce(self, table: GameSession | Challenge, text: str) -> None:
+    def _draw(self, update: Update) -> dict[str, Any]:
+        table = update.table
+        if isinstance(table, Challenge):
+            return draw(table, update.closed)
+        return draw(table, deadline=self.service.deadline(table))
+
+    async def _announce(
+        self, table: GameSession | Challenge, text: str, ping: str | None = None
+    ) -> None:
+        """Post ``text`` in the table's channel, pinging ``ping`` only (nobody if ``None``)."""
         channel_id, _ = _place(table)
         if not channel_id:
             return
         try:
-            await self.bot.get_partial_messageable(int(channel_id)).send(text)
+            channel = self.bot.get_partial_messageable(int(channel_id))
+            sent = await channel.send(text, allowed_mentions=quiet(ping))
+            if ping is not None and isinstance(table, GameSession):
+                # One "your move" ping per game in the channel: the previous one goes.
+                previous = await self.service.swap_turn_ping(table.id, str(sent.id))
+                if previous is not None:
+                    await channel.get_partial_message(int(previous)).delete()
         except discord.HTTPException as exc:
             log.warning("cannot post in channel %s: %s", channel_id, exc)
 
@@ -367,6 +562,8 @@ class Games(commands.Cog, name=COG_NAME):
                 await self.sweep()
             except asyncio.CancelledError:
                 raise
+            except (RedisError, OSError) as exc:  # an outage: expected, one line
+                log.warning("sweeper pass skipped: Redis unavailable (%s)", type(exc).__name__)
             except Exception:
                 log.exception("sweeper pass failed")
 
@@ -377,6 +574,44 @@ class Games(commands.Cog, name=COG_NAME):
         task.add_done_callback(_log_failure)
 
     # -- guards ------------------------------------------------------------------------
+
+    async def claim(self, interaction: discord.Interaction[Any]) -> bool:
+        """Whether this process handles ``interaction``: exactly one of the processes sharing
+        a token and a Redis does. If Redis cannot say, handle it (an answer beats none)."""
+        owner = f"{os.getpid()}:{id(self)}"
+        try:
+            async with asyncio.timeout(QUICK_S / 2):
+                return await self.service.claim_interaction(str(interaction.id), owner)
+        except (TimeoutError, RedisError, OSError) as exc:
+            log.warning("cannot claim interaction %s: %s", interaction.id, type(exc).__name__)
+            return True
+
+    async def guard(self, interaction: discord.Interaction[Any], call: Awaitable[None]) -> None:
+        """Run a button's handler; whatever fails, the presser gets an answer."""
+        try:
+            await call
+        except Exception as exc:
+            log.exception("button %s failed", interaction.id)
+            await self._apologise(interaction, exc)
+
+    async def cog_app_command_error(
+        self, interaction: discord.Interaction[Any], error: app_commands.AppCommandError
+    ) -> None:
+        """Every failed slash command still gets an answer (not "did not respond")."""
+        log.error("/%s failed", interaction.command and interaction.command.name, exc_info=error)
+        await self._apologise(interaction, error)
+
+    @staticmethod
+    async def _apologise(interaction: discord.Interaction[Any], error: BaseException) -> None:
+        redis = isinstance(error.__cause__ or error, RedisError)
+        text = (_UNAVAILABLE if redis else _FAILED).told(_lang(interaction))
+        try:
+            if interaction.response.is_done():
+                await interaction.followup.send(text, ephemeral=True)
+            else:
+                await interaction.response.send_message(text, ephemeral=True)
+        except discord.HTTPException as exc:
+            log.warning("cannot answer interaction %s: %s", interaction.id, exc)
 
     async def _quick(self, call: Awaitable[T]) -> T | Notice:
         """``call`` within :data:`QUICK_S` (before the interaction is answered), or a Notice."""

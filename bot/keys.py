@@ -49,3 +49,23 @@ class Keys:
 
     def cooldown(self, action: str, user_id: str) -> str:
         return f"{self.prefix}cooldown:{action}:{user_id}"
+
+    def warned(self, game_id: str, ply: int) -> str:
+        """Set once the player to move at ``ply`` was warned of the forfeit."""
+        return f"{self.prefix}warned:{game_id}:{ply}"
+
+    def interaction(self, interaction_id: str) -> str:
+        """The bot process that took an interaction: each is handled exactly once."""
+        return f"{self.prefix}interaction:{interaction_id}"
+
+    def synced(self, scope: str) -> str:
+        """Hash of the slash commands last synced to ``scope`` (``global`` or a guild id)."""
+        return f"{self.prefix}synced:{scope}"
+
+    def turn_ping(self, game_id: str) -> str:
+        """The message id of a game's latest "your move" ping (replaced by the next)."""
+        return f"{self.prefix}turnping:{game_id}"
+
+    def guild_settings(self, guild_id: str) -> str:
+        """Hash of a server's settings (``level``, ``timeout_s``, ``channel``)."""
+        return f"{self.prefix}guild:{guild_id}:settings"

@@ -3,20 +3,12 @@
 Nothing here talks to Redis, Discord or the engine's search; each function maps
 a value to what Discord should show, so every picture can be tested as text.
 
-Connect Four is drawn as an emoji grid, top row first, with a row of keycaps
-naming the columns underneath; the stone dropped last is drawn as a square so
-the eye finds it at once::
-
-    ⚫⚫⚫⚫⚫⚫⚫
-    ⚫⚫⚫⚫⚫⚫⚫
-    ⚫⚫⚫⚫⚫⚫⚫
-    ⚫⚫⚫⚫⚫⚫⚫
-    ⚫⚫⚫🟨⚫⚫⚫
-    ⚫⚫⚫🔴⚫⚫⚫
-    1️⃣2️⃣3️⃣4️⃣5️⃣6️⃣7️⃣
-
-Tic-tac-toe shows free cells as their keycap (the button of the same number
-plays there), and the last mark boxed (❎ or 🅾️).
+A game's board is drawn once. Connect Four is a picture attached to the embed
+(:mod:`bot.picture`: emoji cannot reach 3:1 on both of Discord's themes), with
+the column numbers under the columns that the move buttons carry too.
+Tic-tac-toe's board is its nine buttons (see :mod:`bot.views`), so the embed
+holds no second copy. :func:`grid` (emoji text) remains for analyses of
+tic-tac-toe and other games.
 """
 
 from __future__ import annotations
@@ -26,10 +18,12 @@ from collections.abc import Sequence
 import discord
 
 from bot.challenges import Challenge
+from bot.picture import board_png
 from bot.stats import Standing, UserStats
-from engine.analysis import score_words
+from engine.analysis import moves_to_end
 from engine.connect4 import Connect4
 from engine.game import Game
+from engine.tictactoe import _LINES as LINES
 from engine.tictactoe import TicTacToe
 from worker.contract import LEVELS, AnalysisResult
 from worker.games import BOT, GameSession, GameStatus
@@ -102,6 +96,20 @@ def _tictactoe_grid(position: TicTacToe) -> str:
     return "\n".join("".join(cells[r * 3 : r * 3 + 3]) for r in range(3))
 
 
+#: Tic-tac-toe's marks on its buttons: letters, white on the button's colour, so that they
+#: read on both themes (Twemoji's ❌ and ⭕ are the same red, 2.7:1 on the dark theme).
+MARKS = ("X", "O")
+
+
+def tictactoe_line(position: TicTacToe) -> frozenset[int]:
+    """The cells of the three in a row that won the game; empty if none."""
+    for board in position.boards:
+        for line in LINES:
+            if board & line == line:
+                return frozenset(cell for cell in range(9) if line >> cell & 1)
+    return frozenset()
+
+
 def occupant(position: Game, move: int) -> int | None:
     """Who holds tic-tac-toe cell ``move`` (0 or 1); ``None`` if free, and for other games."""
     if isinstance(position, TicTacToe):
@@ -121,8 +129,9 @@ def move_label(position: Game, move: int) -> str:
 def button_rows(position: Game) -> list[list[int]]:
     """Every move a board offers as a button, laid out in rows (Discord allows 5 per row).
 
-    Connect Four: one button per column, seven columns as 4 + 3; tic-tac-toe:
-    the nine cells as the 3 x 3 board. Other games: their legal moves, 5 a row.
+    Connect Four: one button per column, numbered as the picture numbers the
+    columns, in order left to right (seven as 4 + 3: Discord allows five a
+    row); tic-tac-toe: the nine cells as the 3 x 3 board. Other games: their legal moves, 5 a row.
     Which buttons are enabled is :func:`playable`'s business.
     """
     if isinstance(position, Connect4):
@@ -165,6 +174,21 @@ def player_label(game: str, session_players: Sequence[str], index: int, level: s
     return f"{piece(game, index)} {name}"
 
 
+#: The sides named in words, so that the legend does not rest on an emoji's colour alone
+#: (Twemoji's 🟡 is 1.4:1 on the light theme; ❌ and ⭕ are the same red).
+SIDES = {"connect4": ("Red", "Yellow"), "tictactoe": ("X", "O")}
+
+
+def legend(session: GameSession, index: int) -> str:
+    """``🔴 Red: <@123>``: a player's piece, side in words, and name (the board's key)."""
+    label = player_label(session.game, session.players, index, session.level)
+    side = SIDES.get(session.game)
+    if side is None:
+        return label
+    piece_, name = label.split(" ", 1)
+    return f"{piece_} {side[index]}: {name}"
+
+
 def mention(player: str) -> str:
     """How a player id is written in a message: a user mention, or plybot."""
     return "plybot" if player == BOT else f"<@{player}>"
@@ -191,23 +215,42 @@ def status_line(session: GameSession) -> str:
     return f"{label(winner)} wins after {session.ply} moves."
 
 
-def game_embed(session: GameSession) -> discord.Embed:
-    """The board message of a game: players, the grid, whose turn or the result."""
+#: The file name of a board picture in its message (the embed points at it).
+BOARD_FILE = "board.png"
+
+
+def board_picture(position: Game) -> bytes | None:
+    """The PNG of a board drawn as a picture (Connect Four); ``None`` for the others."""
+    if isinstance(position, Connect4):
+        return board_png(position)
+    return None
+
+
+def game_embed(session: GameSession, deadline: float | None = None) -> discord.Embed:
+    """The board message of a game: players, whose turn (and by when) or the result.
+
+    The board itself is the attached picture (Connect Four), the buttons
+    (tic-tac-toe) or a text grid (other games). No engine score is shown: it
+    would tell the players who is winning. ``deadline`` (epoch seconds) is when
+    the player to move forfeits; shown only while a person is to move.
+    """
     position = session.position()
-    players = " vs ".join(
-        player_label(session.game, session.players, i, session.level) for i in (0, 1)
-    )
-    description = f"{players}\n\n{grid(position)}\n\n{status_line(session)}"
+    players = " vs ".join(legend(session, i) for i in (0, 1))
+    lines = [players, "", status_line(session)]
+    if deadline is not None and session.ongoing and not session.bot_to_move:
+        lines.append(f"Move <t:{int(deadline)}:R> or forfeit.")
+    picture = board_picture(position)
+    if picture is None and not isinstance(position, TicTacToe):
+        lines[1:1] = ["", grid(position)]
     color = COLORS.get(session.game, (GREY, GREY))[session.ply % 2] if session.ongoing else GREY
-    embed = discord.Embed(title=title(session.game), description=description, color=color)
+    embed = discord.Embed(title=title(session.game), description="\n".join(lines), color=color)
+    if picture is not None:
+        embed.set_image(url=f"attachment://{BOARD_FILE}")
     footer = []
     if position.ply:
         last = position.copy()
         move = last.pop()
         footer.append(f"Last move: {move_label(last, move)}")
-    bot = session.last_bot_move
-    if bot is not None and bot.ply == session.ply - 1 and bot.score is not None:
-        footer.append(f"plybot's score {bot.score:+d} ({searched(bot.exact, bot.depth)})")
     footer.append(f"game {session.id}")
     embed.set_footer(text=" · ".join(footer))
     return embed
@@ -240,33 +283,74 @@ def challenge_embed(challenge: Challenge, closed: str | None = None) -> discord.
     return embed
 
 
+def verdict(position: Game, score: int, exact: bool) -> str:
+    """A score in plain words for the side to move: who wins, and in how many of their moves."""
+    mover = piece(position.name, position.side_to_move)
+    other = piece(position.name, 1 - position.side_to_move)
+    if not exact:
+        if score == 0:
+            return "unclear, looks even"
+        return f"unclear, looks better for {mover if score > 0 else other}"
+    if score == 0:
+        return "a draw with best play"
+    distance = moves_to_end(position, score)
+    winner = mover if score > 0 else other
+    within = "" if distance is None else f" with its {_ordinal(distance)} move from now"
+    return f"{winner} wins{within}, with best play"
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 def analysis_text(position: Game, result: AnalysisResult) -> str:
-    """Each move's score (best first), the best move and the line, as plain lines."""
+    """The best move and who wins, each move's score (best first), in plain words.
+
+    No search jargon (nodes, cache): the last line says only whether the answer
+    is exact. The line of play is called a beginning unless it reaches the end.
+    """
     lines = []
     to_move = piece(position.name, position.side_to_move)
     where = f"`{position.notation()}`" if position.ply else "the start"
     lines.append(f"{title(position.name)} at {where}, {to_move} to move:")
-    score = score_words(position, result.score, result.exact)
     best = result.best_move or "-"
-    lines.append(f"**Best move {best}**: {score}")
+    lines.append(f"**Best move {best}**: {verdict(position, result.score, result.exact)}.")
     if result.pv:
-        lines.append(f"Line: {' '.join(result.pv)}")
+        end = position.copy()
+        for move in result.pv:
+            end.push(end.parse_move(move))
+        whole = end.outcome() is not None
+        lines.append(f"{'Best play' if whole else 'Best play begins'}: {' '.join(result.pv)}")
     if result.moves:
         ranked = sorted(result.moves.items(), key=lambda kv: (-kv[1], int(kv[0])))
         lines.append("Every move: " + ", ".join(f"{m}: {s:+d}" for m, s in ranked))
-    lines.append(
-        f"{searched(result.exact, result.depth)} · {result.nodes:,} nodes · "
-        f"{result.time_ms:.0f} ms · cache {result.cache}"
-    )
+        lines.append("(+ wins, 0 draws, - loses; the bigger, the sooner)")
+    if result.exact:
+        lines.append(f"Solved exactly in {_duration(result.time_ms)}.")
+    else:
+        lines.append(
+            f"Not solved: looked {result.depth} moves ahead in {_duration(result.time_ms)}."
+        )
     if result.note:
         lines.append(result.note)
     return "\n".join(lines)
 
 
+def _duration(ms: float) -> str:
+    return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
+
+
 def analysis_embed(position: Game, result: AnalysisResult) -> discord.Embed:
+    """The analysed board (the picture, when :func:`board_picture` draws one) and the text."""
+    pictured = board_picture(position) is not None
     embed = discord.Embed(
-        title=f"Analysis · {title(position.name)}", description=grid(position), color=GREY
+        title=f"Analysis · {title(position.name)}",
+        description=None if pictured else grid(position),
+        color=GREY,
     )
+    if pictured:
+        embed.set_image(url=f"attachment://{BOARD_FILE}")
     embed.add_field(name="plybot says", value=analysis_text(position, result)[:1024], inline=False)
     return embed
 
@@ -292,11 +376,16 @@ def stats_text(user_id: str, stats: UserStats) -> str:
     return "\n".join(lines)
 
 
+def plural(n: int, noun: str) -> str:
+    """``1 game``, ``2 games``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def leaderboard_text(game: str, standings: Sequence[Standing]) -> str:
     if not standings:
         return f"No rated {title(game)} games between people here yet."
     return "\n".join(
-        f"{i}. {mention(s.user_id)}: {s.rating:.0f} ({s.games} games)"
+        f"{i}. {mention(s.user_id)}: {s.rating:.0f} ({plural(s.games, 'game')})"
         for i, s in enumerate(standings, 1)
     )
 

@@ -30,17 +30,20 @@ import logging
 import random
 import re
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import ValidationError
 from redis.asyncio import Redis
 
 from bot.challenges import Answer, Challenge, ChallengeStore
+from bot.guilds import MIN_TIMEOUT_S, GuildSettingsStore
 from bot.keys import Keys
 from bot.limits import Claim, Limits
 from bot.render import mention, title
 from bot.stats import Settlement, Standing, Stats, UserStats
+from bot.strings import say
 from engine.errors import PlybotError
 from engine.game import new_game, require_ongoing
 from worker.bot_moves import BotMoves
@@ -61,17 +64,33 @@ log = logging.getLogger(__name__)
 
 GAMES = ("connect4", "tictactoe")
 FIRST = ("me", "opponent", "random")
-_NOT_OPEN = "This challenge is no longer open."
+#: The share of the move timeout after which the player to move is warned.
+WARN_AT = 0.8
 #: Times the bot's move is asked of the workers before the game waits for the sweeper.
 BOT_MOVE_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
 class Notice:
-    """A reply only the person who acted sees; ``refresh`` re-draws a stale board."""
+    """A reply only the person who acted sees: reply ``key`` of :mod:`bot.strings` with
+    ``params``, in the language of whoever reads it; ``refresh`` re-draws a stale board."""
 
-    text: str
+    key: str
+    params: Mapping[str, Any] = field(default_factory=dict)
     refresh: GameSession | None = None
+
+    @property
+    def text(self) -> str:
+        """In English (logs, and readers whose language is not shipped)."""
+        return say(self.key, **self.params)
+
+    def told(self, lang: str) -> str:
+        """In ``lang`` (see :func:`bot.strings.language`)."""
+        return say(self.key, lang, **self.params)
+
+
+def notice(key: str, refresh: GameSession | None = None, **params: Any) -> Notice:
+    return Notice(key, params, refresh)
 
 
 @dataclass(frozen=True)
@@ -87,6 +106,8 @@ class Update:
     closed: Answer | None = None
     announce: str | None = None
     settlement: Settlement | None = None
+    #: The one user the announcement pings (a turn or a warning); nobody when ``None``.
+    ping: str | None = None
 
     @property
     def bot_to_move(self) -> bool:
@@ -119,6 +140,9 @@ class DiscordGames:
         self.challenges = ChallengeStore(redis, self.keys)
         self.limits = Limits(redis, self.keys, max_games_per_guild=settings.bot_max_games_per_guild)
         self.stats = Stats(redis, self.keys)
+        self.guild_settings = GuildSettingsStore(
+            redis, self.keys, level="medium", timeout_s=settings.bot_inactivity_timeout_s
+        )
         self.rng = rng or random.Random()
 
     # -- starting ------------------------------------------------------------------
@@ -142,28 +166,34 @@ class DiscordGames:
         ``position`` starts from the moves given (the game's notation).
         """
         if game not in GAMES:
-            return Notice(f"'{game}': unknown game (known: {', '.join(GAMES)})")
+            return notice("unknown_game", game=game, known=", ".join(GAMES))
         if first not in FIRST:
-            return Notice(f"'{first}': first must be one of {', '.join(FIRST)}")
+            return notice("bad_first", first=first, known=", ".join(FIRST))
         try:
             board = new_game(game, position)
             require_ongoing(board)
         except PlybotError as exc:
-            return Notice(f"Bad position: {exc}")
+            return notice("bad_position", reason=str(exc))
         if len(position) > self.settings.max_position_length:
-            return Notice(f"Bad position: longer than {self.settings.max_position_length} moves")
+            return notice("position_too_long", n=self.settings.max_position_length)
+        server = await self.guild_settings.get(guild_id)
+        if server.channel_id and channel_id != server.channel_id:
+            return notice("games_channel", channel=server.channel_id)
         me_next = first == "me" or (first == "random" and self.rng.random() < 0.5)
         if opponent_id is None or opponent_id == BOT:
-            level = level or "medium"
+            level = level or server.level
             if level not in LEVELS:
-                return Notice(f"'{level}': unknown level (levels: {', '.join(LEVELS)})")
+                return notice("unknown_level", level=level, known=", ".join(LEVELS))
             return await self._start_vs_bot(
-                guild_id, channel_id, user_id, game, level, me_next, position, board.ply
-            )
+                guild_id, channel_id, user_id, game, level, me_next, position, board.ply,
+                timeout_s=server.timeout_s,
+            )  # fmt: skip
+        if level is not None:
+            return notice("level_vs_member")
         if opponent_id == user_id:
-            return Notice("You cannot challenge yourself: leave `opponent` empty to play plybot.")
+            return notice("challenge_self")
         if opponent_is_bot_account:
-            return Notice(f"{mention(opponent_id)} is a bot and cannot accept a challenge.")
+            return notice("challenge_bot", who=mention(opponent_id))
         challenge = Challenge.new(
             expiry_s=self.settings.bot_challenge_expiry_s,
             game=game,
@@ -178,7 +208,7 @@ class DiscordGames:
         )
         claim = await self.limits.claim(challenge.id, guild_id, channel_id, [user_id, opponent_id])
         if not claim.ok:
-            return Notice(self._refusal(claim, user_id))
+            return self._refusal(claim, user_id)
         await self.challenges.create(challenge)
         return Update(challenge)
 
@@ -192,6 +222,8 @@ class DiscordGames:
         me_next: bool,
         position: str,
         ply: int,
+        *,
+        timeout_s: float,
     ) -> Notice | Update:
         me_first = me_next == (ply % 2 == 0)
         players = (user_id, BOT) if me_first else (BOT, user_id)
@@ -200,26 +232,20 @@ class DiscordGames:
             players,
             level=level,
             notation=position,
-            meta={"guild": guild_id, "channel": channel_id},
+            meta={"guild": guild_id, "channel": channel_id, "timeout": str(timeout_s)},
         )
         claim = await self.limits.claim(session.id, guild_id, channel_id, [user_id])
         if not claim.ok:
-            return Notice(self._refusal(claim, user_id))
+            return self._refusal(claim, user_id)
         session = await self.games.create(session)
         return Update(session)
 
-    def _refusal(self, claim: Claim, user_id: str) -> str:
+    def _refusal(self, claim: Claim, user_id: str) -> Notice:
         if claim.guild_full:
-            return (
-                f"This server already has {self.settings.bot_max_games_per_guild} games going; "
-                "try again when one ends."
-            )
-        who = (
-            "You already have"
-            if claim.busy_user == user_id
-            else f"{mention(claim.busy_user or '')} already has"
-        )
-        return f"{who} a game or challenge in this channel: finish it or `/resign` first."
+            return notice("guild_full", n=self.settings.bot_max_games_per_guild)
+        if claim.busy_user == user_id:
+            return notice("busy_self")
+        return notice("busy_other", who=mention(claim.busy_user or ""))
 
     async def attach_message(self, table: GameSession | Challenge, message_id: str) -> None:
         """Record which message shows ``table`` (its board is edited there from now on)."""
@@ -241,15 +267,21 @@ class DiscordGames:
             return taken
         if time.time() >= taken.expires_at:
             return await self._close(taken, "expired")
+        server = await self.guild_settings.get(taken.guild_id)
         session = GameSession.start(
             taken.game,
             taken.players,
             variant=taken.variant,
             notation=taken.notation,
-            meta={"guild": taken.guild_id, "channel": taken.channel_id, "message": message_id},
+            meta={
+                "guild": taken.guild_id,
+                "channel": taken.channel_id,
+                "message": message_id,
+                "timeout": str(server.timeout_s),
+            },
         ).model_copy(update={"id": taken.id})  # the claims were taken under this id
         session = await self.games.create(session)
-        return Update(session)
+        return self._turn(session)
 
     async def decline(self, challenge_id: str, user_id: str) -> Notice | Update:
         """The challenged user declines, or the challenger withdraws."""
@@ -264,12 +296,12 @@ class DiscordGames:
         A Notice if ``user_id`` may not, or it is no longer open (taken exactly once)."""
         challenge = await self.challenges.get(challenge_id)
         if challenge is None:
-            return Notice(_NOT_OPEN)
+            return notice("not_open")
         may = (challenge.opponent,) if verb == "accept" else challenge.players
         if user_id not in may:
-            return Notice(f"Only {mention(challenge.opponent)} can {verb} this challenge.")
+            return notice(f"only_{verb}", who=mention(challenge.opponent))
         taken = await self.challenges.take(challenge_id)
-        return Notice(_NOT_OPEN) if taken is None else taken
+        return notice("not_open") if taken is None else taken
 
     async def _close(self, challenge: Challenge, how: Answer) -> Update:
         await self.stats.settle(
@@ -298,17 +330,17 @@ class DiscordGames:
         try:
             session = await self.games.get(game_id)
         except GameNotFoundError:
-            return Notice("This game no longer exists.")
+            return notice("game_gone")
         if not session.ongoing:
-            return Notice("This game is over.", refresh=session)
+            return notice("game_over", refresh=session)
         if user_id not in session.players:
-            return Notice("You are not playing in this game.")
+            return notice("not_playing")
         if session.to_move != user_id:
             if session.to_move == BOT:
-                return Notice("Not your turn: plybot is thinking.")
-            return Notice(f"Not your turn: it is {mention(session.to_move or '')}'s move.")
+                return notice("bot_thinking")
+            return notice("not_your_turn", who=mention(session.to_move or ""))
         if ply != session.ply:
-            return Notice("That board was out of date; here is the current one.", refresh=session)
+            return notice("stale_board", refresh=session)
         position = session.position()
         name = position.move_name(move)
 
@@ -320,10 +352,30 @@ class DiscordGames:
         try:
             session = await self.games.update(game_id, play)
         except (GameError, PlybotError) as exc:
-            return Notice(_illegal_text(exc))
+            return notice("illegal", reason=_illegal_text(exc))
         if session.ongoing:
-            return Update(session)
+            return self._turn(session)
         return await self._finish(session)
+
+    def timeout(self, session: GameSession) -> float:
+        """The game's move timeout: its server's when it started, else the process's."""
+        return float(session.meta.get("timeout", self.settings.bot_inactivity_timeout_s))
+
+    def deadline(self, session: GameSession) -> float:
+        """When the player to move forfeits (epoch seconds)."""
+        return session.updated_at + self.timeout(session)
+
+    def _turn(self, session: GameSession) -> Update:
+        """The update after a move: in a game between people, ping the player to move
+        (an edited board pings nobody)."""
+        mover = session.to_move
+        if mover is None or mover == BOT or BOT in session.players:
+            return Update(session)
+        text = (
+            f"{mention(mover)}, your move in {title(session.game)} "
+            f"(move {session.ply + 1}, before <t:{int(self.deadline(session))}:t>)."
+        )
+        return Update(session, announce=text, ping=mover)
 
     async def request_bot_move(self, game_id: str) -> GameSession:
         """Ask the workers for the bot's move (replacing a job out already) and record it.
@@ -359,20 +411,93 @@ class DiscordGames:
         """``user_id`` resigns their game in the channel (or withdraws/declines their challenge)."""
         holder = await self.limits.holder(channel_id, user_id)
         if holder is None:
-            return Notice("You have no game in this channel.")
+            return notice("no_game_here")
         challenge = await self.challenges.get(holder)
         if challenge is not None:
             return await self.decline(holder, user_id)
         try:
             session = await self.games.resign(holder, user_id)
         except GameNotFoundError:
-            return Notice("You have no game in this channel.")
+            return notice("no_game_here")
         except GameTurnError:
             session = await self.games.get(holder)
             if session.ongoing:
                 raise
             # Over already but not settled (a crash in between): settle it now.
         return await self._finish(session)
+
+    async def resign_game(self, game_id: str, user_id: str) -> Notice | Update:
+        """``user_id`` presses Resign on game ``game_id``'s board."""
+        try:
+            session = await self.games.get(game_id)
+        except GameNotFoundError:
+            return notice("game_gone")
+        if user_id not in session.players:
+            return notice("not_playing")
+        if not session.ongoing:
+            return notice("game_over", refresh=session)
+        try:
+            session = await self.games.resign(game_id, user_id)
+        except GameTurnError:
+            session = await self.games.get(game_id)
+            if session.ongoing:
+                raise
+        return await self._finish(session)
+
+    async def rematch(self, game_id: str, user_id: str) -> Notice | Update:
+        """A new game between the same players, sides swapped: at once against plybot,
+        as a challenge to the other player otherwise."""
+        try:
+            session = await self.games.get(game_id)
+        except GameNotFoundError:
+            return notice("game_gone")
+        if user_id not in session.players:
+            return notice("rematch_players_only")
+        if session.ongoing:
+            return notice("still_playing")
+        other = session.players[1 - session.players.index(user_id)]
+        was_second = session.players.index(user_id) == 1
+        return await self.start(
+            guild_id=session.meta.get("guild", ""),
+            channel_id=session.meta.get("channel", ""),
+            user_id=user_id,
+            game=session.game,
+            opponent_id=None if other == BOT else other,
+            level=session.level if other == BOT else None,
+            first="me" if was_second else "opponent",
+        )
+
+    async def game_in_channel(self, channel_id: str, user_id: str) -> GameSession | Notice:
+        """``user_id``'s ongoing game in the channel (for ``/board``)."""
+        holder = await self.limits.holder(channel_id, user_id)
+        if holder is not None:
+            try:
+                session = await self.games.get(holder)
+            except GameNotFoundError:
+                session = None
+            if session is not None and session.ongoing:
+                return session
+        return notice("no_game_here")
+
+    async def swap_turn_ping(self, game_id: str, message_id: str) -> str | None:
+        """Record ``message_id`` as game ``game_id``'s latest turn ping; the one it replaces."""
+        key = self.keys.turn_ping(game_id)
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.getset(key, message_id)
+            pipe.expire(key, 7 * 24 * 3600)
+            previous, _ = await pipe.execute()
+        return None if previous is None else previous.decode()
+
+    async def workers_alive(self) -> int:
+        """How many workers hold a live lease (0: nobody can compute plybot's moves)."""
+        return (await self.jobs.service_status()).workers_alive
+
+    async def claim_interaction(self, interaction_id: str, owner: str) -> bool:
+        """Take interaction ``interaction_id`` for this process: ``True`` exactly once
+        among all the bot processes sharing this Redis (SET NX; kept 15 minutes, the
+        life of an interaction)."""
+        taken = await self.redis.set(self.keys.interaction(interaction_id), owner, nx=True, ex=900)
+        return bool(taken)
 
     # -- endings -----------------------------------------------------------------------
 
@@ -412,15 +537,51 @@ class DiscordGames:
             taken = await self.challenges.take(challenge_id)
             if taken is not None:
                 updates.append(await self._close(taken, "expired"))
-        timeout = self.settings.bot_inactivity_timeout_s
-        for game_id in await self.games.inactive(timeout, now=now):
+        # Each game has its own timeout (its server's, when it started): look at every game
+        # idle for the least a warning can need, and judge each by its own.
+        least = min(MIN_TIMEOUT_S, self.settings.bot_inactivity_timeout_s) * WARN_AT
+        for game_id in await self.games.inactive(least, now=now):
             try:
-                session = await self.games.update(game_id, _forfeit_if_idle(now - timeout, now))
+                session = await self.games.get(game_id)
             except GameNotFoundError:
                 continue
-            if session.status is GameStatus.FORFEIT and session.updated_at == now:
-                updates.append(await self._finish(session))
+            if not session.ongoing or session.bot_to_move:
+                continue
+            timeout = self.timeout(session)
+            idle = now - session.updated_at
+            if idle >= timeout:
+                try:
+                    session = await self.games.update(game_id, _forfeit_if_idle(now - timeout, now))
+                except GameNotFoundError:
+                    continue
+                if session.status is GameStatus.FORFEIT and session.updated_at == now:
+                    updates.append(await self._finish(session))
+            elif idle >= timeout * WARN_AT:
+                warning = await self._warning(session, now)
+                if warning is not None:
+                    updates.append(warning)
         return updates
+
+    async def _warning(self, session: GameSession, now: float) -> Update | None:
+        """Warn the player to move, once per move, that they are about to forfeit."""
+        game_id = session.id
+        mover = session.to_move
+        deadline = self.deadline(session)
+        if not session.ongoing or session.bot_to_move or mover is None or now >= deadline:
+            return None
+        once = await self.redis.set(
+            self.keys.warned(game_id, session.ply),
+            "1",
+            nx=True,
+            ex=int(self.timeout(session)) + 1,
+        )
+        if not once:
+            return None
+        text = (
+            f"{mention(mover)}, your {title(session.game)} game is waiting for your move: "
+            f"you forfeit <t:{int(deadline)}:R> without one."
+        )
+        return Update(session, announce=text, ping=mover)
 
     async def _active_games(self) -> list[GameSession]:
         """The sessions of every game holding claims, in two round trips.
@@ -466,19 +627,19 @@ class DiscordGames:
     def analysis_request(self, game: str, position: str) -> Notice | AnalysisRequest:
         """The analysis ``/analyze`` asks for: an exact solve, every move scored."""
         if game not in GAMES:
-            return Notice(f"'{game}': unknown game (known: {', '.join(GAMES)})")
+            return notice("unknown_game", game=game, known=", ".join(GAMES))
         position = position.strip()
         try:
             return AnalysisRequest(game=game, position=position, mode="solve", moves="all")
         except ValidationError as exc:
             reasons = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
-            return Notice(f"Cannot analyse that position: {reasons}")
+            return notice("cannot_analyse", reason=reasons)
 
     async def analyze_cooldown(self, user_id: str) -> Notice | None:
         """Start ``user_id``'s ``/analyze`` cooldown; a Notice if it is still running."""
         left = await self.limits.cooldown("analyze", user_id, self.settings.bot_analyze_cooldown_s)
         if left > 0:
-            return Notice(f"`/analyze` is cooling down: try again in {left:.0f} s.")
+            return notice("cooldown", s=f"{left:.0f}")
         return None
 
     async def analyze(self, request: AnalysisRequest) -> AnalysisResult | Notice:
@@ -487,7 +648,7 @@ class DiscordGames:
         try:
             return await self.jobs.analyze(request, timeout=timeout)
         except (JobFailed, JobTimeout, UnknownJob) as exc:
-            return Notice(f"The analysis failed: {exc}")
+            return notice("analysis_failed", reason=str(exc))
 
     async def user_stats(self, guild_id: str, user_id: str) -> UserStats:
         return await self.stats.user(guild_id, user_id)

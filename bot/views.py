@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, cast
 import discord
 
 from bot.challenges import Challenge
-from bot.render import button_rows, occupant, piece, playable
+from bot.render import MARKS, button_rows, occupant, playable, tictactoe_line
+from engine.tictactoe import TicTacToe
 from worker.games import GameSession
 
 if TYPE_CHECKING:
@@ -49,15 +50,14 @@ class MoveButton(
         move: int,
         *,
         label: str | None = None,
-        emoji: str | None = None,
+        style: discord.ButtonStyle = discord.ButtonStyle.secondary,
         disabled: bool = False,
         row: int | None = None,
     ) -> None:
         super().__init__(
             discord.ui.Button(
                 label=label,
-                emoji=emoji,
-                style=discord.ButtonStyle.secondary,
+                style=style,
                 custom_id=f"plybot:mv:{game_id}:{ply}:{move}",
                 disabled=disabled,
             ),
@@ -75,8 +75,12 @@ class MoveButton(
     ) -> MoveButton:
         return cls(match["game"], int(match["ply"]), int(match["move"]))
 
+    async def interaction_check(self, interaction: discord.Interaction[Any]) -> bool:
+        return await _cog(interaction).claim(interaction)
+
     async def callback(self, interaction: discord.Interaction[Any]) -> None:
-        await _cog(interaction).on_move(interaction, self.game_id, self.ply, self.move)
+        cog = _cog(interaction)
+        await cog.guard(interaction, cog.on_move(interaction, self.game_id, self.ply, self.move))
 
 
 class ChallengeButton(
@@ -106,38 +110,104 @@ class ChallengeButton(
     ) -> ChallengeButton:
         return cls(match["challenge"], match["answer"])
 
+    async def interaction_check(self, interaction: discord.Interaction[Any]) -> bool:
+        return await _cog(interaction).claim(interaction)
+
     async def callback(self, interaction: discord.Interaction[Any]) -> None:
-        await _cog(interaction).on_challenge(interaction, self.challenge_id, self.answer)
+        cog = _cog(interaction)
+        await cog.guard(interaction, cog.on_challenge(interaction, self.challenge_id, self.answer))
+
+
+class GameButton(
+    discord.ui.DynamicItem[discord.ui.Button[Any]],
+    template=rf"plybot:(?P<action>resign|rematch):(?P<game>{_ID})",
+):
+    """Resign game ``game_id`` (while it is played), or ask for a rematch (once it is over)."""
+
+    def __init__(self, game_id: str, action: str, *, row: int | None = None) -> None:
+        resign = action == "resign"
+        super().__init__(
+            discord.ui.Button(
+                label="Resign" if resign else "Rematch",
+                style=discord.ButtonStyle.danger if resign else discord.ButtonStyle.primary,
+                custom_id=f"plybot:{action}:{game_id}",
+            ),
+            row=row,
+        )
+        self.game_id, self.action = game_id, action
+
+    @classmethod
+    async def from_custom_id(
+        cls,
+        interaction: discord.Interaction[Any],
+        item: discord.ui.Item[Any],
+        match: re.Match[str],
+        /,
+    ) -> GameButton:
+        return cls(match["game"], match["action"])
+
+    async def interaction_check(self, interaction: discord.Interaction[Any]) -> bool:
+        return await _cog(interaction).claim(interaction)
+
+    async def callback(self, interaction: discord.Interaction[Any]) -> None:
+        cog = _cog(interaction)
+        handler = cog.on_resign_button if self.action == "resign" else cog.on_rematch
+        await cog.guard(interaction, handler(interaction, self.game_id))
 
 
 #: What ``bot.add_dynamic_items`` registers.
-DYNAMIC_ITEMS = (MoveButton, ChallengeButton)
+DYNAMIC_ITEMS = (MoveButton, ChallengeButton, GameButton)
+
+#: Button styles of tic-tac-toe's marks (X, O), and of the winning three at the end.
+_MARK_STYLES = (discord.ButtonStyle.primary, discord.ButtonStyle.danger)
+_WIN_STYLE = discord.ButtonStyle.success
 
 
-def game_view(session: GameSession) -> discord.ui.View | None:
-    """The move buttons of a game's board; ``None`` (no buttons) once it is over.
+def game_view(session: GameSession) -> discord.ui.View:
+    """The buttons under a game's board.
 
-    All are disabled while the bot thinks; a full column or taken cell always is.
+    While it is played: one move button per column (or cell), then Resign. All
+    free move buttons are disabled while the bot thinks; a full column always
+    is. Tic-tac-toe's buttons are its board: a taken cell shows its mark (X
+    blue, O red; the last one in brackets), never dimmed by disabling (pressing
+    it is refused by the rules). Once over: Rematch, and for tic-tac-toe the
+    final board with the winning three in green.
     """
-    if not session.ongoing:
-        return None
     position = session.position()
-    enabled = set() if session.bot_to_move else playable(position)
+    enabled = set() if session.bot_to_move or not session.ongoing else playable(position)
+    ttt = isinstance(position, TicTacToe)
     view = discord.ui.View(timeout=None)
-    for row, moves in enumerate(button_rows(position)):
-        for move in moves:
-            owner = occupant(position, move)  # tic-tac-toe: the buttons are the board
-            view.add_item(
-                MoveButton(
-                    session.id,
-                    session.ply,
-                    move,
-                    label=None if owner is not None else position.move_name(move),
-                    emoji=piece(session.game, owner) if owner is not None else None,
-                    disabled=move not in enabled,
-                    row=row,
+    rows = button_rows(position)
+    if session.ongoing or ttt:
+        won = frozenset[int]()
+        if isinstance(position, TicTacToe) and not session.ongoing:
+            won = tictactoe_line(position)
+        last = position.copy().pop() if position.ply else None
+        for row, moves in enumerate(rows):
+            for move in moves:
+                owner = occupant(position, move)
+                label = position.move_name(move)
+                style = discord.ButtonStyle.secondary
+                disabled = move not in enabled
+                if owner is not None:
+                    label = f"({MARKS[owner]})" if move == last else MARKS[owner]
+                    style = _WIN_STYLE if move in won else _MARK_STYLES[owner]
+                    # A mark is the board: Discord dims a disabled button to half its
+                    # contrast, so marks stay enabled (a press is refused: cell taken).
+                    disabled = False
+                view.add_item(
+                    MoveButton(
+                        session.id,
+                        session.ply,
+                        move,
+                        label=label,
+                        style=style,
+                        disabled=disabled,
+                        row=row,
+                    )
                 )
-            )
+    action = "resign" if session.ongoing else "rematch"
+    view.add_item(GameButton(session.id, action, row=len(rows)))
     return view
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from engine.book import shipped_book
@@ -64,7 +64,14 @@ class Analysis:
     Otherwise it is the heuristic value of a ``depth``-ply search. ``moves``
     (when asked) maps each legal move (0-based) to its score on the same
     footing; ``depth`` is the plies searched (the remaining plies of the game
-    for an exact solve). ``note`` explains a fallback (e.g. a deadline).
+    for an exact solve). ``note`` explains a fallback (e.g. a deadline) and
+    says which figures are estimates.
+
+    Proven bounds (Connect Four's solver, exact units): ``lower <= exact score
+    <= upper`` (``None`` when nothing is proven), and ``bounds`` maps each move
+    to its proven ``(lower, upper)`` (equal: that move is exact). Invariants:
+    an estimate never contradicts a proven bound (it is clamped into it), and
+    ``best_move`` is never a move proven worse than another.
     """
 
     best_move: int | None
@@ -77,6 +84,9 @@ class Analysis:
     time_ms: float
     cache_hit: bool
     note: str = ""
+    lower: int | None = None
+    upper: int | None = None
+    bounds: dict[int, tuple[int, int]] | None = None
 
 
 @dataclass(frozen=True)
@@ -84,7 +94,8 @@ class Progress:
     """A step of an analysis under way: a completed depth, or a narrower solver window.
 
     For a solver step ``lower``/``upper`` bound the exact score, ``score`` is
-    ``lower`` and ``depth`` counts the window's narrowings.
+    ``lower`` and ``depth`` counts the window's narrowings; ``bounds`` (an
+    analysis of every column) each column's proven ``(lower, upper)`` so far.
     """
 
     depth: int
@@ -95,6 +106,7 @@ class Progress:
     time_ms: float
     lower: int | None = None
     upper: int | None = None
+    bounds: dict[int, tuple[int, int]] | None = None
 
 
 ProgressCallback = Callable[[Progress], None]
@@ -325,6 +337,7 @@ def solve_exact(
                         time_ms=_ms(start),
                         lower=item.lower,
                         upper=item.upper,
+                        bounds=item.bounds,
                     )
                 )
         else:
@@ -347,10 +360,10 @@ def cached_exact(
     itself), never a wrong answer. On a miss this costs one round trip before the
     solver's own read of the root's neighbourhood.
     """
-    max_stones = (position.width * position.height + 1) // 2
 
     def possible(score: int, q: Connect4) -> bool:
-        return -(max_stones - (q.ply + 1) // 2) <= score <= max_stones - q.ply // 2
+        lowest, highest = q.score_range()
+        return lowest <= score <= highest
 
     columns = position.legal_moves()
     children: dict[int, Connect4] = {}
@@ -404,6 +417,9 @@ def cached_exact(
         nodes=0,
         time_ms=_ms(start),
         cache_hit=True,
+        lower=score,
+        upper=score,
+        bounds=None if moves is None else {c: (m, m) for c, m in moves.items()},
     )
 
 
@@ -449,13 +465,12 @@ def _solve_then_search(
             nodes=result.nodes,
             time_ms=_ms(start),
             cache_hit=result.cache_hit,
+            lower=result.score,
+            upper=result.score,
+            bounds=result.bounds,
         )
     what = "the time budget" if mode == "time" else "the deadline"
-    note = (
-        f"{what}: the exact solve did not finish (score between {result.lower} and "
-        f"{result.upper}); deepest generic search reported"
-    )
-    return _searched(
+    searched = _searched(
         position,
         SearchLimits(deadline=deadline),
         all_moves,
@@ -463,5 +478,62 @@ def _solve_then_search(
         on_progress,
         start,
         nodes_before=result.nodes,
-        note=note,
+    )
+    return honest(position, searched, result, what)
+
+
+def honest(position: Connect4, searched: Analysis, proven: SolveResult, what: str) -> Analysis:
+    """A heuristic ``searched`` answer made consistent with what the solver ``proven``.
+
+    Exact columns keep their exact value; every estimate is clamped into its
+    proven bounds; the best move is the estimate's best among the columns not
+    proven worse than another; the note says what is exact and what is not.
+    """
+    lower, upper = proven.lower, proven.upper
+    bounds = dict(proven.bounds) if proven.bounds is not None else None
+    if searched.exact:  # the search itself settled every figure
+        return replace(searched, lower=searched.score, upper=searched.score)
+    moves = dict(searched.moves) if searched.moves is not None else None
+    if bounds is not None and moves is not None:
+        for column, (lo, hi) in bounds.items():
+            if column in moves:
+                moves[column] = min(max(moves[column], lo), hi)
+    best = searched.best_move
+    if bounds:
+        floor = max(lo for lo, _ in bounds.values())
+        open_columns = [c for c in position.legal_moves() if bounds[c][1] >= floor]
+        if best not in open_columns:
+            rank = moves or {}
+            best = max(open_columns, key=lambda c: (rank.get(c, floor), bounds[c][0]))
+    score = min(max(searched.score, lower), upper)
+    if moves is not None and best is not None and best in moves:
+        score = min(max(moves[best], lower), upper)
+    exact_columns = sorted(c for c, (lo, hi) in (bounds or {}).items() if lo == hi)
+    if lower == upper:
+        known = f"the exact score is {lower}"
+    else:
+        known = f"the exact score is proven between {lower} and {upper}"
+    parts = [f"{what}: the exact solve did not finish; {known}"]
+    if bounds is not None:
+        if exact_columns:
+            names = ", ".join(position.move_name(c) for c in exact_columns)
+            parts.append(f"exact: column {names}")
+        parts.append("every other figure is an estimate within its proven bounds")
+    else:
+        parts.append("the score shown is an estimate within them")
+    pv = searched.pv if searched.pv[:1] == [best] else ([best] if best is not None else [])
+    return Analysis(
+        best_move=best,
+        score=score,
+        exact=False,
+        pv=list(pv),
+        moves=moves,
+        depth=searched.depth,
+        nodes=searched.nodes,
+        time_ms=searched.time_ms,
+        cache_hit=searched.cache_hit,
+        note=_join(searched.note, "; ".join(parts)),
+        lower=lower,
+        upper=upper,
+        bounds=bounds,
     )

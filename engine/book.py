@@ -1,54 +1,56 @@
-"""An opening book for Connect Four: exact scores and best moves of early positions.
+"""The Connect Four opening book: exact scores and best moves of early positions, by lookup.
 
 Early positions are the solver's costliest: the empty 7x6 board takes minutes,
-a position after four moves seconds. The book holds, for every position where
-a ``perfect`` player is to move on its own lines of play up to a number of
-plies (whatever the opponent did), the position's exact score and best move,
-computed once by this package's own solver (:func:`build`, ``plybot book
-build``) and shipped in ``engine/data/``. So a perfect bot plays its opening
-moves exactly and at once, as Pons' solver does with its book.
-
-Its lines are those of :func:`lines`: at a ply where the book's player is to
-move, only the best move is followed; at the opponent's ply, every move. Both
-sides are covered: the book's player moves first on even plies and second on
-odd ones.
-
-File format (text, one position per line, ``#`` starts a comment)::
-
-    <moves> <score> <best>
-
-``moves`` is the line that reached the position (1-based column digits, ``-``
-for the empty board), ``score`` the exact score from the side to move (Pons'
-convention, as :class:`engine.solver.SolveResult`), ``best`` the best move as
-a 1-based column in that orientation. Mirror images share an entry.
+a position after two moves a quarter of an hour for Pons' C++ solver. A
+*complete* book to ply ``N`` holds every distinct position of plies ``0..N``
+(mirror images share an entry), whatever both sides played: the layer at ply
+``N`` solved by this package's solver, every shallower position derived from
+its children by negamax (:mod:`engine.layer`, ``plybot book build``). A book
+may also hold exact entries beyond its complete depth.
 
 The book is a read-only :class:`engine.cache.PositionCache`: the solver reads
-it as it reads the shared cache (an exact root answers at once), and
-:class:`Tiered` puts it in front of another cache.
+it before the shared cache (an exact root answers at once, exact children make
+an analysis of every column instant), and :class:`Tiered` puts it in front of
+another cache. It is never written by a search.
+
+File format (binary, little-endian), compact and loaded with two array views::
+
+    plybot-book 1 connect4 <W>x<H> complete=<N> entries=<n>\\n
+    keys    n x uint64   canonical keys (current + mask, the lesser of a position
+                         and its mirror), strictly increasing
+    scores  n x int8     exact score from the side to move (Pons' convention)
+    best    n x int8     a best move, 0-based column in the canonical orientation
+
+``complete=-1`` says nothing is known to be complete. A 7x6 book complete to
+ply 8 (about 130,000 entries) takes 1.3 MB on disk and in memory.
+
+Text lines (``<moves> <score> <best>``, :class:`BookLine`, ``#`` comments) are
+the format of a layer being built (:mod:`engine.layer`): readable, appendable,
+diffable.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator, Sequence
+import os
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+
+import numpy as np
 
 from engine.cache import EXACT_DEPTH, CacheEntry, PositionCache
 from engine.connect4 import Connect4
 from engine.errors import PlybotError
 
-if TYPE_CHECKING:
-    from engine.solver import Solver
-
 #: The book shipped for the standard board, in the ``engine.data`` package.
 SHIPPED_PATH = Path(__file__).parent / "data" / "connect4-7x6.book"
 
+_MAGIC = "plybot-book 1 connect4"
+
 
 class BookError(PlybotError):
-    """A malformed book line; the message quotes it and gives its number."""
+    """A malformed book file or line; the message quotes it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,51 +66,139 @@ class BookLine:
 
 
 class OpeningBook:
-    """Exact entries by canonical key, for one board size; a read-only ``PositionCache``."""
+    """Exact entries by canonical key, for one board size; a read-only ``PositionCache``.
+
+    Invariant: ``keys`` strictly increasing; entry ``i`` is exact (``scores[i]``)
+    with the playable canonical move ``best[i]``. ``complete`` is the ply up to
+    which every ongoing position is in the book (-1: none promised).
+    """
 
     name = "connect4"
 
-    def __init__(self, width: int, height: int, lines: Sequence[BookLine] = ()) -> None:
+    def __init__(
+        self,
+        width: int,
+        height: int,
+        keys: np.ndarray,
+        scores: np.ndarray,
+        best: np.ndarray,
+        complete: int = -1,
+    ) -> None:
+        if not (len(keys) == len(scores) == len(best)):
+            raise BookError("a book needs as many scores and moves as keys")
+        if len(keys) > 1 and not bool(np.all(keys[1:] > keys[:-1])):
+            raise BookError("a book's keys must be strictly increasing")
         self.width = width
         self.height = height
-        self.variant = Connect4(width, height).variant
-        self._entries: dict[str, CacheEntry] = {}
-        self._lines: list[BookLine] = []
+        self.variant = f"{width}x{height}"
+        self.keys = keys
+        self.scores = scores
+        self.best = best
+        self.complete = complete
+
+    # -- construction -------------------------------------------------------------
+
+    @classmethod
+    def from_lines(
+        cls, width: int, height: int, lines: Iterable[BookLine], complete: int = -1
+    ) -> OpeningBook:
+        """A book of ``lines`` (a later line for the same position wins)."""
+        variant = f"{width}x{height}"
+        entries: dict[int, tuple[int, int]] = {}
         for line in lines:
-            self.add(line)
+            position = Connect4.parse(line.moves, variant)
+            entries[int(position.key(), 16)] = (line.score, position.to_canonical(line.best))
+        order = sorted(entries)
+        return cls(
+            width,
+            height,
+            np.array(order, dtype=np.uint64),
+            np.array([entries[k][0] for k in order], dtype=np.int8),
+            np.array([entries[k][1] for k in order], dtype=np.int8),
+            complete,
+        )
+
+    @classmethod
+    def load(cls, path: Path) -> OpeningBook:
+        """Read a book file. Raises ``BookError`` naming the file and what is wrong."""
+        data = path.read_bytes()
+        end = data.find(b"\n")
+        header = data[:end].decode("ascii", "replace") if end > 0 else ""
+        fields = header.removeprefix(_MAGIC).split()
+        try:
+            if not header.startswith(_MAGIC) or len(fields) != 3:
+                raise ValueError("not a plybot book")
+            width, height = Connect4.parse_variant(fields[0])
+            complete = int(fields[1].removeprefix("complete="))
+            n = int(fields[2].removeprefix("entries="))
+            if len(data) != end + 1 + 10 * n:
+                raise ValueError(f"expected {n} entries of 10 bytes after the header")
+        except ValueError as exc:
+            raise BookError(f"{path}: {exc}") from None
+        body = memoryview(data)[end + 1 :]
+        keys = np.frombuffer(body[: 8 * n], dtype="<u8").astype(np.uint64)
+        scores = np.frombuffer(body[8 * n : 9 * n], dtype=np.int8)
+        best = np.frombuffer(body[9 * n :], dtype=np.int8)
+        return cls(width, height, keys, scores, best, complete)
+
+    def save(self, path: Path) -> None:
+        """Write the book to ``path`` atomically (a reader never sees half a file)."""
+        header = f"{_MAGIC} {self.variant} complete={self.complete} entries={len(self)}\n"
+        tmp = path.with_name(path.name + ".tmp")
+        with tmp.open("wb") as out:
+            out.write(header.encode("ascii"))
+            out.write(self.keys.astype("<u8").tobytes())
+            out.write(self.scores.astype(np.int8).tobytes())
+            out.write(self.best.astype(np.int8).tobytes())
+        os.replace(tmp, path)
+
+    # -- reading ------------------------------------------------------------------
 
     def __len__(self) -> int:
-        return len(self._entries)
-
-    def __iter__(self) -> Iterator[BookLine]:
-        """The lines the book was made of, in order."""
-        return iter(self._lines)
+        return len(self.keys)
 
     def __contains__(self, position: object) -> bool:
-        return isinstance(position, Connect4) and position.key() in self._entries
+        return isinstance(position, Connect4) and self._index(position.key()) >= 0
 
-    def add(self, line: BookLine) -> None:
-        """File ``line`` under its position's canonical key (its move made canonical too)."""
-        position = Connect4.parse(line.moves, self.variant)
-        entry = CacheEntry(line.score, line.score, EXACT_DEPTH, position.to_canonical(line.best))
-        if position.key() not in self._entries:
-            self._lines.append(line)
-        self._entries[position.key()] = entry
+    def _index(self, key: str) -> int:
+        """The entry of canonical key ``key`` (hex), or -1."""
+        try:
+            k = np.uint64(int(key, 16))
+        except (ValueError, OverflowError):
+            return -1
+        i = int(np.searchsorted(self.keys, k))
+        return i if i < len(self.keys) and self.keys[i] == k else -1
 
     def lookup(self, position: Connect4) -> tuple[int, int] | None:
         """``(score, best move)`` of ``position`` in its own orientation, or ``None``."""
-        entry = self._entries.get(position.key())
-        if entry is None or entry.best_move is None:
+        if position.variant != self.variant:
             return None
-        return entry.lower, position.from_canonical(entry.best_move)
+        i = self._index(position.key())
+        if i < 0:
+            return None
+        return int(self.scores[i]), position.from_canonical(int(self.best[i]))
 
     def get_many(self, game: str, variant: str, keys: Sequence[str]) -> list[CacheEntry | None]:
         if game != self.name or variant != self.variant:
             return [None] * len(keys)
-        return [self._entries.get(key) for key in keys]
+        found: list[CacheEntry | None] = []
+        for key in keys:
+            i = self._index(key)
+            if i < 0:
+                found.append(None)
+            else:
+                score = int(self.scores[i])
+                found.append(CacheEntry(score, score, EXACT_DEPTH, int(self.best[i])))
+        return found
 
     def put_many(self, game: str, variant: str, items: Sequence[tuple[str, CacheEntry]]) -> None:
         """A book is read-only: writes go nowhere."""
+
+    def positions(self) -> Iterator[tuple[Connect4, int, int]]:
+        """Every entry as ``(position, score, best move in its orientation)``, by key."""
+        for key, score, best in zip(self.keys, self.scores, self.best, strict=True):
+            position = Connect4.from_key(int(key), self.width, self.height)
+            yield position, int(score), position.from_canonical(int(best))
 
 
 class Tiered:
@@ -140,11 +230,11 @@ def shipped_book(width: int = 7, height: int = 6) -> OpeningBook | None:
     """The book shipped for this board size (loaded once per process), or ``None``."""
     if (width, height) != (7, 6) or not SHIPPED_PATH.is_file():
         return None
-    return OpeningBook(width, height, read(SHIPPED_PATH))
+    return OpeningBook.load(SHIPPED_PATH)
 
 
 def parse(text: str, variant: str = "7x6") -> list[BookLine]:
-    """The lines of a book file for ``variant``.
+    """The text lines of a layer file for ``variant``.
 
     Raises ``BookError`` (a ``ValueError``) quoting a malformed line.
     """
@@ -169,82 +259,7 @@ def parse(text: str, variant: str = "7x6") -> list[BookLine]:
 
 
 def read(path: Path, variant: str = "7x6") -> list[BookLine]:
-    """The lines of the book file at ``path`` (none if it does not exist)."""
+    """The text lines of the layer file at ``path`` (none if it does not exist)."""
     if not path.exists():
         return []
     return parse(path.read_text(encoding="ascii"), variant)
-
-
-def lines(
-    known: Callable[[Connect4], int | None], plies: int, width: int = 7, height: int = 6
-) -> Iterator[Connect4]:
-    """The book's positions to solve, in order of ply, each once up to mirror images.
-
-    ``known(position)`` gives the best move of a position already yielded
-    (solved by the caller in the meantime) or ``None``. A position is yielded
-    when its player is to move before ply ``plies`` on the book's lines: from
-    the empty board (that player first) and from every first move (that player
-    second), following the best move at the player's plies and every move at
-    the opponent's. Positions already decided are skipped.
-    """
-    empty = Connect4(width, height)
-    second: list[Connect4] = []
-    for column in empty.legal_moves():
-        child = empty.copy()
-        child.push(column)
-        second.append(child)
-    levels = {0: [empty], 1: second}
-    for ply in range(plies):
-        seen: dict[str, Connect4] = {}
-        for position in levels.pop(ply, []):
-            if position.outcome() is None:
-                seen.setdefault(position.key(), position)
-        ordered = sorted(seen.values(), key=lambda q: q.key())
-        yield from ordered
-        after: list[Connect4] = []
-        for position in ordered:
-            best = known(position)
-            if best is None:
-                continue  # not solved: its line stops here
-            mine = position.copy()
-            mine.push(best)
-            if mine.outcome() is not None:
-                continue
-            for reply in mine.legal_moves():
-                child = mine.copy()
-                child.push(reply)
-                after.append(child)
-        levels[ply + 2] = after
-
-
-def build(
-    solver: Solver,
-    plies: int,
-    done: Sequence[BookLine] = (),
-    on_line: Callable[[BookLine, float], None] | None = None,
-) -> OpeningBook:
-    """Solve the book's positions up to ``plies`` with ``solver`` (exact, no deadline).
-
-    Lines in ``done`` (an earlier, interrupted build) are not solved again.
-    ``on_line(line, seconds)`` is called after each new solve (to append it
-    to a file as it goes: a build of many minutes can be resumed). The solver
-    should have no cache of its own: a book is the solver's work alone.
-    """
-    book = OpeningBook(solver.width, solver.height, done)
-
-    def known(position: Connect4) -> int | None:
-        found = book.lookup(position)
-        return None if found is None else found[1]
-
-    for position in lines(known, plies, solver.width, solver.height):
-        if position in book:
-            continue
-        start = time.perf_counter()
-        result = solver.solve(position)
-        if not result.complete or result.score is None or result.best_move is None:
-            raise RuntimeError(f"'{position.notation()}': the solver did not finish")
-        line = BookLine(position.notation(), result.score, result.best_move)
-        book.add(line)
-        if on_line is not None:
-            on_line(line, time.perf_counter() - start)
-    return book

@@ -163,6 +163,48 @@ class Connect4:
             position.push(column - 1)
         return position
 
+    @classmethod
+    def from_key(cls, key: int, width: int = 7, height: int = 6) -> Self:
+        """The position whose key (``current + mask``) is ``key``, reached by some line.
+
+        In each column of ``h + 1`` bits, ``mask`` holds ``2**h - 1`` for
+        ``h`` stones and ``current`` a subset of it, so their sum has ``h``
+        as its bit length (of sum + 1) less one. The line is found by taking
+        stones off the tops, the last mover's first, backtracking (each mask
+        tried once). Raises ``NotationError`` if no line of play reaches it.
+        """
+        g = Geometry.of(width, height)
+        current = mask = 0
+        for c in range(width):
+            v = (key >> (c * g.h1)) & ((1 << g.h1) - 1)
+            h = (v + 1).bit_length() - 1
+            if h > height:
+                raise NotationError(f"'{key:x}': column {c + 1} holds more than {height} stones")
+            current |= (v - ((1 << h) - 1)) << (c * g.h1)
+            mask |= ((1 << h) - 1) << (c * g.h1)
+        failed: set[int] = set()
+
+        def unplay(last: int, other: int, mask: int) -> list[int] | None:
+            """Columns of a line ending in ``mask`` where ``last`` moved last."""
+            if not mask:
+                return []
+            if mask in failed:
+                return None
+            for c in range(width):
+                column = (mask >> (c * g.h1)) & ((1 << g.h1) - 1)
+                top = (column + 1) >> 1 << (c * g.h1)  # the column's highest stone
+                if column and last & top:
+                    line = unplay(other, last ^ top, mask ^ top)
+                    if line is not None:
+                        return [*line, c]
+            failed.add(mask)
+            return None
+
+        line = unplay(current ^ mask, current, mask)
+        if line is None:
+            raise NotationError(f"'{key:x}': no line of play reaches this position")
+        return cls.parse("".join(str(c + 1) for c in line), f"{width}x{height}")
+
     def notation(self) -> str:
         return "".join(str(c + 1) for c in self.moves)
 
@@ -272,6 +314,16 @@ class Connect4:
 
     def max_score(self) -> int:
         return self._g.max_stones + 1 - 4
+
+    def score_range(self) -> tuple[int, int]:
+        """The lowest and highest exact score possible now, from the side to move.
+
+        Lowest: a loss at the opponent's next stone (it has ``(ply + 1) // 2``
+        down); highest: a win with the side to move's next stone (``ply // 2``
+        down). Pons' convention: ``max stones + 1 - the winner's stones``.
+        """
+        max_stones = self._g.max_stones
+        return -(max_stones - (self.ply + 1) // 2), max_stones - self.ply // 2
 
     def evaluate(self) -> int:
         """Threat count and centre control, from the side to move."""

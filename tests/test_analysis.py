@@ -13,6 +13,7 @@ from engine.cache import EXACT_DEPTH, MemoryCache
 from engine.connect4 import Connect4
 from engine.errors import GameOverError, PlybotError
 from engine.search import SearchLimits, search
+from engine.solver import Solver
 from engine.tictactoe import TicTacToe
 
 SLACK = 0.1  # seconds a loaded machine may take to schedule us back at a deadline
@@ -206,3 +207,45 @@ def test_scores_in_words() -> None:
     assert moves_to_end(after_two, 18) == 2  # the 4th stone, two own moves from now
     assert score_words(Connect4.parse("44553"), -18, exact=True) == "-18: loss in 1"
     assert score_words(TicTacToe.parse("1253"), 3, exact=True) == "+3: win in 1"
+
+
+def test_bounds_never_contradict_the_exact_values() -> None:
+    # An analysis stopped by a node limit (deterministic), against the same analysis run to
+    # the end: every proven column bound holds the exact value, at every step.
+    for notation in ("126333254776", "754561577632", "134231125352", "451451154555"):
+        position = Connect4.parse(notation)  # 0.1 to 1.4 M nodes for every column
+        exact = Solver(table_bytes=16 << 20).analyze(position)
+        assert exact.moves is not None and exact.bounds is not None
+        assert exact.bounds == {c: (m, m) for c, m in exact.moves.items()}
+        for limit in (2_000, 50_000):
+            partial = Solver(table_bytes=16 << 20).analyze(position, node_limit=limit)
+            assert not partial.complete and partial.bounds is not None, notation
+            assert set(partial.bounds) == set(exact.moves)
+            for column, (lo, hi) in partial.bounds.items():
+                assert lo <= exact.moves[column] <= hi, (notation, limit, column)
+            assert partial.lower <= exact.score <= partial.upper  # type: ignore[operator]
+            best = partial.best_move
+            assert best is not None
+            assert exact.moves[best] >= max(lo for lo, _ in partial.bounds.values())
+
+
+def test_an_unfinished_analysis_is_honest(warm: None) -> None:
+    # "35": the example, where the estimate once outlined two losing columns.
+    position = Connect4.parse("35")
+    steps: list[Progress] = []
+    start = time.monotonic()
+    analysis = analyze(
+        position, mode="solve", deadline=start + 1.0, all_moves=True, on_progress=steps.append
+    )
+    if analysis.exact:  # a fast machine: nothing to be honest about
+        return
+    assert analysis.bounds is not None and analysis.moves is not None
+    assert analysis.lower is not None and analysis.upper is not None
+    assert analysis.lower <= analysis.score <= analysis.upper
+    floor = max(lo for lo, _ in analysis.bounds.values())
+    assert analysis.best_move is not None and analysis.bounds[analysis.best_move][1] >= floor
+    for column, (lo, hi) in analysis.bounds.items():
+        assert lo <= analysis.moves[column] <= hi
+    assert "estimate" in analysis.note and "the exact solve did not finish" in analysis.note
+    # Per-column bounds were published as they narrowed.
+    assert any(step.bounds for step in steps)

@@ -223,7 +223,7 @@ def test_a_solved_position_comes_back_from_the_cache(
 def test_status_and_metrics_report_the_service(http: httpx.Client) -> None:
     solve(http, game="tictactoe", position="1", mode="solve")
     status = http.get("/v1/status").json()
-    assert [q["name"] for q in status["queues"]] == ["interactive", "analysis"]
+    assert [q["name"] for q in status["queues"]] == ["interactive", "analysis", "book"]
     for queue in status["queues"]:
         assert queue["waiting"] >= 0 and queue["oldest_wait_s"] >= 0
     assert status["workers_alive"] == 2 and 0 <= status["workers_busy"] <= 2

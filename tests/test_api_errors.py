@@ -21,7 +21,12 @@ from worker.redis_server import RedisServer
 
 pytestmark = [pytest.mark.redis, pytest.mark.service]
 
+#: Configured API keys: each test takes one of its own (its own rate-limit budget).
+KEYS = [f"key-{i}" for i in range(40)]
+_unused_keys = iter(KEYS[1:])
+
 LIMITS = {
+    "PLYBOT_API_KEYS": ",".join(KEYS),
     "PLYBOT_API_RATE_LIMIT": "5",
     "PLYBOT_API_RATE_WINDOW_S": "60",
     "PLYBOT_MAX_DEPTH": "20",
@@ -51,7 +56,7 @@ def http(server: ApiServer, own_redis: RedisServer, request: pytest.FixtureReque
     """A client with an API key of its own: each test has its own rate-limit budget."""
     if not own_redis.running:
         own_redis.start()
-    with server.client(headers={"X-API-Key": f"key-{request.node.name}"}) as client:
+    with server.client(headers={"X-API-Key": next(_unused_keys)}) as client:
         yield client
 
 
@@ -191,7 +196,7 @@ def test_rate_limit_per_client(server: ApiServer, http: httpx.Client) -> None:
     assert "rate limit: 5 POST requests per 60 s" in r.json()["message"]
     # Reads have their own budget; another client has its own.
     assert http.get("/v1/status").status_code == 200
-    with server.client(headers={"X-API-Key": "someone-else"}) as other:
+    with server.client(headers={"X-API-Key": KEYS[0]}) as other:
         assert other.post("/v1/analyses", json=body).status_code == 202
 
 
@@ -214,7 +219,8 @@ def test_redis_down_then_back(own_redis: RedisServer, http: httpx.Client) -> Non
             assert "Redis is unreachable" in r.json()["message"]
     finally:
         own_redis.start()  # same port; the API is not restarted
-    assert http.get("/healthz").status_code == 200
+    r = http.get("/healthz")
+    assert r.status_code == 200, r.text
     r = http.post("/v1/analyses", json={"position": "4", "mode": "solve"})
     assert r.status_code == 202
     assert http.get(r.headers["Location"]).json()["status"] == "queued"

@@ -111,12 +111,26 @@ def test_games_perfect_against_a_level(capsys) -> None:  # type: ignore[no-untyp
     assert sorted(report.times)[:2] == [0, 1]  # it moved first in one game, second in the other
     assert main(["--games", "1", "--opponent", "easy"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "perfect vs easy, 1 games, 2 s a move: won 1, drawn 0, lost 0"
+    assert out[0] == (
+        "perfect vs easy, 1 games, 2 s a move: won 1, drawn 0, lost 0; "
+        "worse than its first exact score said: 0"
+    )
     assert out[1].startswith("perfect's moves: ") and ", not exact 0; median " in out[1]
     assert out[2].split() == ["ply", "moves", "median", "max"] and out[3].split()[:2] == ["0", "1"]
     assert main(["--games", "0"]) == 2
     assert main(["--games", "1", "--opponent", "grandmaster"]) == 2
     assert capsys.readouterr().err.splitlines() == [
         "plybot bench: '0': --games must be positive",
-        "plybot bench: 'grandmaster': unknown level (known: easy, medium, hard, perfect)",
+        "plybot bench: 'grandmaster': unknown level (known: easy, medium, hard, perfect) "
+        "(or 'random')",
     ]
+
+
+def test_games_against_random_moves_and_from_random_starts() -> None:
+    report = play_games(2, "random", move_s=5.0)  # on the book's lines: every move exact
+    assert (report.games, report.won, report.not_exact) == (2, 2, 0)
+    # Starts drawn from plies 0..1: off the shipped book's lines, some moves may meet the
+    # deadline; whatever perfect's first exact score promised, it keeps.
+    report = play_games(4, "random", move_s=1.0, start_ply=1)
+    assert report.games == 4 and report.start_ply == 1 and report.worse_than_start == 0
+    assert report.won + report.drawn + report.lost == 4

@@ -1,4 +1,4 @@
-"""The opening book: built by the solver, read as a cache, exact, and complete on its lines."""
+"""The opening book: a solved layer, derived plies above it, a compact file read as a cache."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from engine.book import (
@@ -15,27 +16,47 @@ from engine.book import (
     BookLine,
     OpeningBook,
     Tiered,
-    build,
-    lines,
     parse,
-    read,
     shipped_book,
 )
 from engine.cache import EXACT_DEPTH, CacheEntry, MemoryCache
 from engine.connect4 import Connect4
 from engine.errors import PlybotError
+from engine.layer import chunks, derive, needs_search, positions_at, solve_chunk
 from engine.search import SearchLimits, search
 from engine.solver import Solver
 
-SMALL = (5, 4)  # a board whose whole book builds in a blink
+SMALL = (5, 4)  # a board whose whole ply-8 book builds in seconds
+
+
+def build_locally(width: int, height: int, plies: int, size: int = 16) -> list[BookLine]:
+    """Every chunk solved in this process, then derived: what the workers' build must equal."""
+    solver = Solver(width, height, table_bytes=16 << 20)
+    layer = [
+        line
+        for c in chunks(plies, width, height, size)
+        for line in solve_chunk(solver, c.notations)
+    ]
+    return list(derive(layer, plies, width, height))
+
+
+def played(position: Connect4, move: int) -> Connect4:
+    after = position.copy()
+    after.push(move)
+    return after
 
 
 @pytest.fixture(scope="module")
-def small_book() -> OpeningBook:
-    return build(Solver(*SMALL, table_bytes=16 << 20), plies=8)
+def small_lines() -> list[BookLine]:
+    return build_locally(*SMALL, plies=8)
 
 
-def test_lines_round_trip_and_bad_lines_are_quoted() -> None:
+@pytest.fixture(scope="module")
+def small_book(small_lines: list[BookLine]) -> OpeningBook:
+    return OpeningBook.from_lines(*SMALL, small_lines, complete=8)
+
+
+def test_text_lines_round_trip_and_bad_lines_are_quoted() -> None:
     text = "# a comment\n- 1 4\n44 1 4  # trailing comment\n\n"
     assert parse(text) == [BookLine("", 1, 3), BookLine("44", 1, 3)]
     assert [line.text() for line in parse(text)] == ["- 1 4", "44 1 4"]
@@ -53,13 +74,25 @@ def test_lines_round_trip_and_bad_lines_are_quoted() -> None:
         assert isinstance(caught.value, PlybotError) and isinstance(caught.value, ValueError)
 
 
-def test_book_is_exact_by_another_algorithm() -> None:
-    # A 4x4 book, each entry from ply 7 on against an exhaustive generic search (another
-    # algorithm): its score, and the score its best move keeps.
-    tiny = build(Solver(4, 4, table_bytes=1 << 20), plies=16)
-    assert len(tiny) > 1000
+def test_layer_holds_each_position_needing_a_search_once() -> None:
+    plan = chunks(8, *SMALL, size=50)
+    notations = [n for c in plan for n in c.notations]
+    keys = {Connect4.parse(n, "5x4").key() for n in notations}
+    assert len(keys) == len(notations)  # mirror images and transpositions merged
+    expected = {q.key() for q in positions_at(8, *SMALL) if needs_search(q)}
+    assert keys == expected
+    assert [c.index for c in plan] == list(range(len(plan)))
+    assert all(len(c.notations) >= 50 for c in plan[:-1])
+    assert chunks(8, *SMALL, size=50) == plan  # the same on every machine, every run
+
+
+def test_complete_book_is_exact_by_another_algorithm() -> None:
+    # 4x4 to ply 10: every entry from ply 7 on against an exhaustive generic search (another
+    # algorithm than the solver): the score, and the score its best move keeps.
+    lines = build_locally(4, 4, plies=10)
+    assert len({Connect4.parse(line.moves, "4x4").key() for line in lines}) == len(lines)
     checked = 0
-    for line in list(tiny)[::7]:
+    for line in lines[::5]:
         position = Connect4.parse(line.moves, "4x4")
         if position.ply < 7:
             continue
@@ -71,65 +104,65 @@ def test_book_is_exact_by_another_algorithm() -> None:
     assert checked >= 50
 
 
-def test_small_book_agrees_with_a_fresh_solver(small_book: OpeningBook) -> None:
-    for line in list(small_book):
-        position = Connect4.parse(line.moves, "5x4")
+def test_small_book_is_complete_and_agrees_with_a_fresh_solver(small_book: OpeningBook) -> None:
+    for ply in range(9):
+        for position in positions_at(ply, *SMALL):
+            assert position in small_book, position.notation()
+    assert small_book.complete == 8
+    sample = random.Random(1).sample(list(small_book.positions()), 300)
+    for position, score, best in sample:
         fresh = Solver(*SMALL, table_bytes=1 << 20).analyze(position)
-        assert fresh.score == line.score and fresh.moves is not None
-        assert fresh.moves[line.best] == line.score, line
+        assert fresh.score == score and fresh.moves is not None, position.notation()
+        assert fresh.moves[best] == score, position.notation()
 
 
-def test_small_book_covers_every_line_of_a_perfect_player(small_book: OpeningBook) -> None:
-    # Walk every opponent reply (both sides): wherever the book's player is to move before
-    # ply 8, the book has the position, and its move is the one the walk follows.
-    width, height = SMALL
-    visited = 0
-
-    def walk(position: Connect4, mine: int) -> None:
-        nonlocal visited
-        if position.outcome() is not None or position.ply >= 8:
-            return
-        if position.side_to_move == mine:
-            found = small_book.lookup(position)
-            assert found is not None, position.notation()
-            visited += 1
-            position.push(found[1])
-            walk(position, mine)
-            position.pop()
-            return
-        for move in position.legal_moves():
-            position.push(move)
-            walk(position, mine)
-            position.pop()
-
-    walk(Connect4(width, height), 0)
-    walk(Connect4(width, height), 1)
-    assert visited > len(small_book)  # mirror images and transpositions share entries
+def test_book_file_round_trips_and_loads_fast(small_book: OpeningBook, tmp_path: Path) -> None:
+    path = tmp_path / "5x4.book"
+    small_book.save(path)
+    assert path.stat().st_size == len(path.read_bytes().split(b"\n", 1)[0]) + 1 + 10 * len(
+        small_book
+    )
+    loaded = OpeningBook.load(path)
+    assert loaded.variant == "5x4" and loaded.complete == 8 and len(loaded) == len(small_book)
+    assert np.array_equal(loaded.keys, small_book.keys)
+    assert np.array_equal(loaded.scores, small_book.scores)
+    assert np.array_equal(loaded.best, small_book.best)
+    for bad, why in [
+        (b"", "not a plybot book"),
+        (b"plybot-book 1 connect4 5x4 complete=8 entries=3\n" + b"\0" * 29, "expected 3 entries"),
+        (b"plybot-book 1 connect4 5x99 complete=8 entries=0\n", "5x99"),
+    ]:
+        path.write_bytes(bad)
+        with pytest.raises(BookError, match=why) as caught:
+            OpeningBook.load(path)
+        assert str(path) in str(caught.value)
 
 
-def test_lines_stop_where_nothing_is_known() -> None:
-    yielded = list(lines(lambda position: None, plies=6))
-    # Only the empty board and the first moves: no best move known, no line goes on.
-    assert sorted(q.notation() for q in yielded) == ["", "1", "2", "3", "4"]
+def test_keys_decode_to_positions(small_book: OpeningBook) -> None:
+    for position, _score, _best in list(small_book.positions())[::97]:
+        again = Connect4.from_key(int(position.key(), 16), *SMALL)
+        assert again.key() == position.key() and again.ply == position.ply
+    with pytest.raises(PlybotError, match="no line of play"):
+        Connect4.from_key(0b1111 + 0b1111, 7, 6)  # four stones of one side in a column
 
 
 def test_mirror_image_gets_the_mirrored_move(small_book: OpeningBook) -> None:
-    position = Connect4.parse("1", "5x4")
-    mirror = Connect4.parse("5", "5x4")
-    found, mirrored = small_book.lookup(position), small_book.lookup(mirror)
+    found = small_book.lookup(Connect4.parse("1", "5x4"))
+    mirrored = small_book.lookup(Connect4.parse("5", "5x4"))
     assert found is not None and mirrored is not None
     assert mirrored == (found[0], 4 - found[1])
 
 
 def test_solver_answers_book_positions_without_search(small_book: OpeningBook) -> None:
     solver = Solver(*SMALL, table_bytes=1 << 20, book=small_book)
-    for line in list(small_book)[:10]:
-        result = solver.solve(Connect4.parse(line.moves, "5x4"))
+    for position, score, best in list(small_book.positions())[:10]:
+        result = solver.solve(position)
         assert result.complete and result.cache_hit and result.nodes == 0
-        assert (result.score, result.best_move) == (line.score, line.best)
+        assert result.score == score and result.best_move is not None
+        assert played(position, result.best_move).key() == played(position, best).key()
     # Outside the book the solver searches, and is as exact as without one.
-    outside = Connect4.parse("1155", "5x4")
-    assert outside not in small_book
+    outside = Connect4.parse("1155234213", "5x4")
+    assert outside.ply > small_book.complete and outside not in small_book
     plain = Solver(*SMALL, table_bytes=1 << 20).solve(outside)
     result = solver.solve(outside)
     assert not result.cache_hit and result.nodes > 0 and result.score == plain.score
@@ -139,81 +172,66 @@ def test_tiered_reads_the_book_first_and_writes_behind_it(small_book: OpeningBoo
     behind = MemoryCache()
     tiered = Tiered(small_book, behind)
     in_book = Connect4.parse("", "5x4").key()
-    elsewhere = Connect4.parse("1155", "5x4").key()
+    elsewhere = Connect4.parse("1155234213", "5x4").key()
     stored = CacheEntry(-3, -3, EXACT_DEPTH, 2)
     tiered.put_many("connect4", "5x4", [(elsewhere, stored)])
     assert behind.entries == {("connect4", "5x4", elsewhere): stored}
-    found = tiered.get_many("connect4", "5x4", [in_book, elsewhere, "ffff"])
-    assert found[0] is not None and found[0].exact and found[1] == stored and found[2] is None
-    assert behind.reads == 2  # the book's key was not asked of the cache behind it
+    found = tiered.get_many("connect4", "5x4", [in_book, elsewhere, "ffff", "not hex"])
+    assert found[0] is not None and found[0].exact and found[1] == stored
+    assert found[2] is None and found[3] is None
+    assert behind.reads == 3  # the book's key was not asked of the cache behind it
     assert small_book.get_many("connect4", "7x6", [in_book]) == [None]  # another board
 
 
-def test_shipped_book_is_well_formed() -> None:
+def test_shipped_book_is_compact_and_loads_fast() -> None:
+    assert SHIPPED_PATH.stat().st_size <= 3 << 20
+    code = (
+        "import resource, time\n"
+        "r0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "t = time.perf_counter()\n"
+        "from engine.book import shipped_book\n"
+        "book = shipped_book()\n"
+        "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - r0)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    _seconds, grown_kb = out.stdout.split()
+    assert int(grown_kb) <= 30 * 1024  # what loading the book adds to a process (numpy included)
     book = shipped_book()
-    assert book is not None, "engine/data/connect4-7x6.book is missing from the package"
+    assert book is not None and shipped_book(6, 5) is None  # no book for other boards
     empty = book.lookup(Connect4())
-    assert empty is not None and empty[1] == 3  # the centre; the score is checked below
-    lines = read(SHIPPED_PATH)
-    assert len(lines) == len(book)
     # The first player wins with the last stone: the best the second player can do is
     # a loss at the first player's 21st stone, so the empty board scores 22 - 21 = 1.
-    # (That is the game's known value; the slow test below checks entries by solving.)
-    assert empty[0] == 1
-    assert shipped_book(6, 5) is None  # no book for other boards
+    assert empty == (1, 3)
+    assert book.complete >= 1
+    for ply in range(book.complete + 1):
+        assert all(q in book for q in positions_at(ply)), ply
 
 
 @pytest.mark.slow
-def test_shipped_book_deep_entries_agree_with_the_solver() -> None:
-    # The deepest entries (ply 6 to 9) solve in a second or two with a fresh table.
-    deep = [line for line in read(SHIPPED_PATH) if len(line.moves) >= 6]
-    assert deep, "the shipped book has no entries at ply 6 or more"
-    for line in random.Random(3).sample(deep, min(4, len(deep))):
+def test_shipped_book_entries_agree_with_the_solver() -> None:
+    book = shipped_book()
+    assert book is not None
+    entries = [e for e in book.positions() if e[0].ply >= 6]  # seconds each with a fresh table
+    for position, score, best in random.Random(3).sample(entries, min(4, len(entries))):
         solver = Solver()
-        position = Connect4.parse(line.moves)
-        assert solver.solve(position).score == line.score, line
-        position.push(line.best)
+        assert solver.solve(position).score == score, position.notation()
+        position.push(best)
         after = solver.solve(position) if position.outcome() is None else None
-        assert after is None or after.score == -line.score, line
+        assert after is None or after.score == -score, position.notation()
 
 
-def test_book_cli_builds_resumes_and_verifies(tmp_path: Path) -> None:
-    plybot = [str(Path(sys.executable).with_name("plybot")), "book"]
+def test_uniform_positions_are_uniform_and_reproducible() -> None:
+    from collections import Counter
 
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*plybot, *args], capture_output=True, text=True, timeout=300)
+    from engine.sampling import uniform_positions
 
-    path = tmp_path / "5x4.book"
-    small = ("--variant", "5x4", "--out", str(path), "--table-mb", "16")
-    first = run("build", "--plies", "5", *small)
-    assert first.returncode == 0, first.stderr
-    built = read(path, "5x4")
-    assert built and first.stderr.endswith(f"{len(built)} positions in {path}\n")
-    resumed = run("build", "--plies", "8", *small)  # goes on where the first run stopped
-    assert resumed.returncode == 0, resumed.stderr
-    more = read(path, "5x4")
-    assert more[: len(built)] == built and len(more) > len(built)
-    assert len({Connect4.parse(line.moves, "5x4").key() for line in more}) == len(more)
-    reference = build(Solver(*SMALL, table_bytes=16 << 20), plies=8)
-    assert sorted(more, key=lambda line: line.moves) == sorted(
-        reference, key=lambda line: line.moves
-    )
-    checked = run("verify", "--book", str(path), "--variant", "5x4", "--sample", "6")
-    assert checked.returncode == 0 and checked.stderr == "6/6 agree\n", checked.stderr
-
-    line = more[-1]
-    wrong = tmp_path / "wrong.book"
-    wrong.write_text(f"{line.moves} {line.score + 1} {line.best + 1}\n")
-    checked = run("verify", "--book", str(wrong), "--variant", "5x4")
-    assert checked.returncode == 1 and "WRONG" in checked.stdout and checked.stderr == "0/1 agree\n"
-
-    bad = run("build", "--plies", "0", "--out", str(path))
-    assert bad.returncode == 2 and bad.stderr == "plybot book: '0': --plies must be in 1..42\n"
-    broken = tmp_path / "broken.book"
-    broken.write_text("44 1\n")
-    bad = run("verify", "--book", str(broken))
-    assert bad.returncode == 2
-    assert (
-        bad.stderr
-        == f"plybot book: {broken}: '44 1': expected '<moves> <score> <best>' (book line 1)\n"
-    )
+    distinct = positions_at(4)
+    drawn = uniform_positions(4, 30 * len(distinct), seed=2)
+    counts = Counter(q.key() for q in drawn)
+    assert set(counts) == {q.key() for q in distinct}  # every one of the 568, nothing else
+    expected = len(drawn) / len(distinct)
+    chi2 = sum((counts[q.key()] - expected) ** 2 / expected for q in distinct)
+    assert chi2 < 700  # 567 degrees of freedom: p < 0.0001 above 700 (a fixed seed: no flake)
+    deep = uniform_positions(16, 20, seed=1)
+    assert [q.notation() for q in deep] == [q.notation() for q in uniform_positions(16, 20, seed=1)]
+    assert all(q.ply == 16 and q.outcome() is None for q in deep)

@@ -36,10 +36,10 @@ def reply(interaction: FakeInteraction) -> str:
 
 def scores(text: str) -> tuple[int, dict[int, int]]:
     """The best move's score and every move's score, read back from the reply."""
-    best = int(re.search(r"\*\*Best move \d\*\*: ([+-]?\d+)", text)[1])  # type: ignore[index]
+    move = int(re.search(r"\*\*Best move (\d)\*\*: ", text)[1])  # type: ignore[index]
     every = re.search(r"Every move: (.*)", text)[1]  # type: ignore[index]
     moves = {int(m): int(s) for m, s in (pair.split(": ") for pair in every.split(", "))}
-    return best, moves
+    return moves[move], moves
 
 
 def test_analyze_benchmark_positions_gives_their_exact_scores(
@@ -66,7 +66,8 @@ def test_analyze_benchmark_positions_gives_their_exact_scores(
             best, moves = scores(text)
             assert best == expected, text
             assert max(moves.values()) == expected, text
-            assert "exact ·" in text
+            assert "Solved exactly in" in text
+            assert "nodes" not in text and "cache" not in text  # no jargon
         # Each move's score is the negated exact score of the position it leads to.
         position, _ = cases[0]
         _, moves = scores(texts[0])
@@ -96,7 +97,7 @@ def test_analyze_tictactoe_from_the_start_is_a_draw_whatever_the_move(
         assert "Tic-tac-toe at the start, ❌ to move:" in text
         best, moves = scores(text)
         assert best == 0 and moves == dict.fromkeys(range(1, 10), 0)
-        assert re.search(r"\*\*Best move \d\*\*: 0: draw", text)
+        assert re.search(r"\*\*Best move \d\*\*: a draw with best play\.", text)
 
     run_with_bot(world, make_settings(redis_url, cooldown_s=0), redis_url, scenario)
 

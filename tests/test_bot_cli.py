@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 
@@ -121,7 +123,7 @@ def test_redaction_filter_scrubs_messages_arguments_and_tracebacks() -> None:
 
 @pytest.mark.redis
 @pytest.mark.parametrize("guild_id", [None, 555])
-def test_login_syncs_the_slash_commands_to_the_dev_guild_or_globally(
+def test_login_syncs_the_slash_commands_to_the_dev_guild_or_globally_once(
     redis_url: str, fake_discord_api: type[FakeDiscordAPI], guild_id: int | None
 ) -> None:
     from bot.app import PlybotBot
@@ -143,11 +145,19 @@ def test_login_syncs_the_slash_commands_to_the_dev_guild_or_globally(
     asyncio.run(scenario())
     puts = [(path, body) for method, path, _, body in fake_discord_api.requests if method == "PUT"]
     where = f"guilds/{guild_id}/" if guild_id else ""
+    if guild_id:  # dev-server mode clears the global commands once, or they would show twice
+        assert puts[1] == (f"/applications/{APP_ID}/commands", [])
+        puts = puts[:1]
     assert [path for path, _ in puts] == [f"/applications/{APP_ID}/{where}commands"]
     commands = {c["name"]: c for c in puts[0][1]}
     assert sorted(commands) == [
-        "analyze", "connect4", "help", "leaderboard", "resign", "stats", "tictactoe"
+        "analyze", "board", "connect4", "help", "leaderboard", "resign", "settings", "stats",
+        "tictactoe",
     ]  # fmt: skip
+    # A restart with the same commands syncs nothing (the digest is in Redis).
+    fake_discord_api.requests.clear()
+    asyncio.run(scenario())
+    assert [r for r in fake_discord_api.requests if r[0] == "PUT"] == []
     options = {o["name"]: o for o in commands["connect4"]["options"]}
     assert list(options) == ["opponent", "level", "first", "position"]
     assert options["opponent"]["type"] == 6 and not options["opponent"].get("required")  # USER
@@ -164,3 +174,29 @@ def test_login_syncs_the_slash_commands_to_the_dev_guild_or_globally(
         assert tictactoe[name]["description"] == options[name]["description"] != ""
     analyze = {o["name"]: o for o in commands["analyze"]["options"]}
     assert analyze["game"]["required"] and not analyze["position"].get("required")
+
+
+@pytest.mark.redis
+def test_sigterm_closes_a_connected_bot_gracefully_with_exit_0(
+    monkeypatch: pytest.MonkeyPatch,
+    redis_url: str,
+    fake_discord_api: type[FakeDiscordAPI],
+    all_logs: list[str],
+) -> None:
+    gateway = fake_discord_api.gateway  # type: ignore[attr-defined]
+    fake_discord_api.token = gateway.token = TOKEN
+    monkeypatch.setenv("DISCORD_TOKEN", TOKEN)
+    monkeypatch.setenv("REDIS_URL", redis_url)
+    monkeypatch.setenv("PLYBOT_BOT_KEY_PREFIX", f"t:cli:{time.time_ns()}:")
+
+    def stop_once_connected() -> None:
+        if gateway.identified.wait(60):  # logged in, synced, identified on the gateway
+            os.kill(os.getpid(), signal.SIGTERM)  # what `docker stop` sends
+
+    threading.Thread(target=stop_once_connected, daemon=True).start()
+    assert cli.main([]) == 0
+    session = gateway.sessions[0]
+    assert session.identify is not None and session.identify["intents"] == 1  # guilds only
+    assert session.closed.wait(10)  # the bot closed its session itself...
+    assert len(gateway.sessions) == 1  # ...and did not reconnect
+    assert any("SIGTERM: closing gracefully" in line for line in all_logs)

@@ -64,9 +64,10 @@ async def play_out(
     cog = bot.get_cog("Games")
     for _ in range(60):
         await cog.idle()
-        if not board.buttons():  # a finished game keeps no buttons
+        moves = [b for b in board.buttons() if b.custom_id.startswith("plybot:mv:")]
+        if "Rematch" in [b.label for b in board.buttons()]:  # a finished game offers one
             return board
-        enabled = [b for b in board.buttons() if not b.disabled]
+        enabled = [b for b in moves if not b.disabled and (b.label or "").isdigit()]
         assert enabled, f"the player's turn, but no button is enabled:\n{board.text}"
         press = await world.press(bot, user, board, choose(enabled))
         assert press.ephemeral == [], press.ephemeral
@@ -105,7 +106,7 @@ def test_full_tictactoe_game_against_the_bot_at_each_level(
         assert start.answer_kind == "message" and start.ephemeral == []
         board = start.original
         assert board is not None
-        assert f"❌ {alice.mention} vs ⭕ plybot ({level})" in board.text
+        assert f"❌ X: {alice.mention} vs ⭕ O: plybot ({level})" in board.text
         assert "Move 1 · ❌" in board.text and "to play" in board.text
         await play_out(world, bot, alice, board)
         final = board.text
@@ -133,9 +134,12 @@ def test_bot_moves_first_when_asked_and_a_game_can_start_from_a_position(
         board = await board_of(
             world, bot, alice, "connect4", level="medium", first="opponent", position="4453"
         )
-        assert "🔴 plybot (medium) vs 🟡" in board.text  # plybot moves next, from 4453
+        assert (
+            "🔴 Red: plybot (medium) vs 🟡 Yellow: " in board.text
+        )  # plybot moves next, from 4453
         assert "Move 5 · 🔴 plybot (medium) is thinking…" in board.text
-        assert all(b.disabled for b in board.buttons())
+        assert all(b.disabled for b in board.buttons() if b.custom_id.startswith("plybot:mv:"))
+        assert not board.button("Resign").disabled  # one may resign while plybot thinks
         await bot.get_cog("Games").idle()
         assert f"Move 6 · 🟡 {alice.mention} to play" in board.text
 
@@ -158,7 +162,7 @@ def test_full_connect4_game_against_the_bot(
             assert "wins after" in board.text or "Draw after" in board.text, board.text
         else:
             assert f"🟡 plybot ({level}) wins after" in board.text, board.text
-        assert board.buttons() == []
+        assert [b.label for b in board.buttons()] == ["Rematch"]
 
     run_with_bot(world, settings, redis_url, scenario)
 
@@ -178,7 +182,7 @@ def test_resign_ends_the_game_and_counts_a_loss(
         )
         await bot.get_cog("Games").idle()
         assert f"🔴 {alice.mention} resigned after 0 moves" in board.text
-        assert board.buttons() == []
+        assert [b.label for b in board.buttons()] == ["Rematch"]
         again = await world.slash(bot, "resign", alice, guild_id=GUILD, channel_id=CHANNEL)
         assert again.ephemeral == ["You have no game in this channel."]
         stats = await world.slash(bot, "stats", alice, guild_id=GUILD, channel_id=CHANNEL)
@@ -221,8 +225,8 @@ def test_challenge_accepted_and_played_to_the_end_moves_the_ratings(
         board = await world.slash(bot, "leaderboard", bob, guild_id=GUILD, channel_id=CHANNEL)
         assert board.original is not None
         assert board.original.text.splitlines()[1:] == [
-            f"1. {alice.mention}: 1216 (1 games)",
-            f"2. {bob.mention}: 1184 (1 games)",
+            f"1. {alice.mention}: 1216 (1 game)",
+            f"2. {bob.mention}: 1184 (1 game)",
         ]
         stats = await world.slash(bot, "stats", alice, guild_id=GUILD, channel_id=CHANNEL, user=bob)
         assert "Connect Four: 1184, 0 / 0 / 1" in stats.original.text
@@ -411,8 +415,18 @@ def test_inactive_game_is_forfeited_with_a_message_in_the_channel(
         await cog.idle()
         live = board.buttons()
         timeout = settings.bot_inactivity_timeout_s
+        assert "or forfeit." in board.text  # the deadline is on the board
+        await cog.sweep(now=time.time() + timeout * 0.5)
+        assert not [m for m in world.in_channel(CHANNEL) if m.embed is None]  # too early to warn
         await cog.sweep(now=time.time() + timeout - 5)
         assert board.buttons() == live, "forfeited before its time"
+        warning = world.in_channel(CHANNEL)[-1]
+        assert warning.content is not None and warning.content.startswith(
+            f"{alice.mention}, your Tic-tac-toe game is waiting for your move: you forfeit <t:"
+        )
+        assert warning.pinged == [alice.id]
+        await cog.sweep(now=time.time() + timeout - 4)  # warned once per move
+        assert world.in_channel(CHANNEL)[-1] is warning
         await cog.sweep(now=time.time() + timeout + 1)
         assert f"❌ {alice.mention} forfeits (no move in time): ⭕ plybot (hard) wins." in (
             board.text
@@ -420,6 +434,7 @@ def test_inactive_game_is_forfeited_with_a_message_in_the_channel(
         assert announcements(world)[-1] == (
             f"Tic-tac-toe: {alice.mention} forfeits (no move in time); plybot (hard) wins."
         )
+        assert world.in_channel(CHANNEL)[-1].pinged == []  # a result against plybot pings nobody
         late = await world.press_custom_id(bot, alice, board, live[0].custom_id)
         assert late.ephemeral == ["This game is over."]
         stats = await world.slash(bot, "stats", alice, guild_id=GUILD, channel_id=CHANNEL)
@@ -450,6 +465,7 @@ def test_bot_restarted_mid_game_resumes_with_the_same_buttons(
         assert f"Move 3 · 🔴 {alice.mention} to play" in board.text
         # The bot stops right after Alice's next move, before its answer is shown.
         await world.press(first, alice, board, "3")
+        first.drain_s = 0  # stopped at once, as by SIGKILL: the move is not waited for
         await stop_bot(first)
         assert "Move 4" in board.text and "is thinking" in board.text
 

@@ -2,9 +2,28 @@
 
 from __future__ import annotations
 
+import io
+
+from PIL import Image
+
 from bot.challenges import Challenge
+from bot.picture import (
+    CONTRASTS,
+    FRAME,
+    HOLE,
+    MIN_CONTRAST,
+    RIM,
+    STONES,
+    board_png,
+    centre,
+    contrast,
+    size,
+    winning_line,
+)
 from bot.render import (
+    BOARD_FILE,
     analysis_text,
+    board_picture,
     button_rows,
     challenge_embed,
     game_embed,
@@ -14,7 +33,7 @@ from bot.render import (
     status_line,
 )
 from bot.stats import Standing, UserStats
-from bot.views import MoveButton, challenge_view, game_view
+from bot.views import GameButton, MoveButton, challenge_view, game_view
 from engine.game import new_game
 from worker.contract import AnalysisResult
 from worker.games import BOT, BotMove, GameSession
@@ -24,60 +43,102 @@ def c4(notation: str) -> str:
     return grid(new_game("connect4", notation))
 
 
-def test_empty_connect4_grid_is_six_rows_of_holes_over_the_column_numbers() -> None:
-    assert c4("") == "\n".join(["⚫" * 7] * 6 + ["1️⃣2️⃣3️⃣4️⃣5️⃣6️⃣7️⃣"])
+def pixel(png: bytes, xy: tuple[int, int]) -> tuple[int, int, int]:
+    return Image.open(io.BytesIO(png)).convert("RGB").getpixel(xy)  # type: ignore[return-value]
 
 
-def test_connect4_grid_draws_stones_bottom_up_and_marks_the_last_one() -> None:
-    # 4, 4, 5: red in column 4, yellow on top of it, red's last stone in column 5.
-    assert c4("445").splitlines()[3:6] == [
-        "⚫⚫⚫⚫⚫⚫⚫",
-        "⚫⚫⚫🟡⚫⚫⚫",
-        "⚫⚫⚫🔴🟥⚫⚫",
-    ]
-    # Yellow moved last: its stone is the square one, red's are round again.
-    assert c4("4454").splitlines()[3:6] == [
-        "⚫⚫⚫🟨⚫⚫⚫",
-        "⚫⚫⚫🟡⚫⚫⚫",
-        "⚫⚫⚫🔴🔴⚫⚫",
-    ]
+def test_every_colour_of_the_board_picture_reaches_3_to_1_where_it_must_be_seen() -> None:
+    figures = {name: contrast(a, b) for name, (a, b) in CONTRASTS.items()}
+    assert all(f >= MIN_CONTRAST for f in figures.values()), figures
+    # The frame against each of Discord's four backgrounds, dark and light themes.
+    assert {n for n in figures if n.startswith("frame on the")} == {
+        f"frame on the {t}" for t in ("dark embed", "dark background", "light embed",
+                                      "light background")
+    }  # fmt: skip
+    # The contrast formula itself: black on white is 21:1, a colour on itself 1:1.
+    assert round(contrast((0, 0, 0), (255, 255, 255)), 2) == 21.0
+    assert contrast(FRAME, FRAME) == 1.0
 
 
-def test_tictactoe_grid_shows_free_cells_as_their_number_and_boxes_the_last_mark() -> None:
-    assert grid(new_game("tictactoe", "519")) == "⭕2️⃣3️⃣\n4️⃣❌6️⃣\n7️⃣8️⃣❎"
+def test_board_picture_draws_stones_holes_and_the_last_move_where_they_are() -> None:
+    position = new_game("connect4", "4453")
+    png = board_png(position)
+    assert Image.open(io.BytesIO(png)).size == size(position)
+    assert pixel(png, centre(position, 0, 0)) == HOLE
+    x, y = centre(position, 3, 0)  # column 4, bottom: red
+    assert pixel(png, (x + 12, y)) == STONES[0]
+    assert pixel(png, (x + 12, y - 64)) == STONES[1]  # yellow on top of it
+    last = centre(position, 2, 0)  # yellow's last stone in column 3 carries a dot
+    assert pixel(png, last) == RIM
+    assert pixel(png, centre(position, 4, 0)) == STONES[0]  # no dot on older stones
+    assert winning_line(position) == []
 
 
-def test_seven_columns_make_two_rows_of_buttons_and_full_columns_are_disabled() -> None:
+def test_board_picture_joins_the_winning_four() -> None:
+    position = new_game("connect4", "4455667")  # red along the bottom, columns 4 to 7
+    assert winning_line(position) == [(3, 0), (4, 0), (5, 0), (6, 0)]
+    png = board_png(position)
+    for column in range(3, 7):  # the stroke runs through every winning stone's centre
+        assert pixel(png, centre(position, column, 0)) == RIM
+    vertical = new_game("connect4", "1212121")
+    assert winning_line(vertical) == [(0, 0), (0, 1), (0, 2), (0, 3)]
+
+
+def test_connect4_embed_shows_the_picture_and_no_emoji_grid() -> None:
+    s = GameSession.start("connect4", ("111", "222"), notation="445")
+    embed = game_embed(s, deadline=2000.0)
+    assert embed.image.url == f"attachment://{BOARD_FILE}"
+    assert embed.description == (
+        "🔴 Red: <@111> vs 🟡 Yellow: <@222>\n\n"
+        "Move 4 · 🟡 <@222> to play\nMove <t:2000:R> or forfeit."
+    )
+    assert board_picture(s.position()) is not None
+
+
+def test_tictactoe_is_drawn_once_by_its_buttons() -> None:
+    s = GameSession.start("tictactoe", ("111", "222"), notation="519")
+    embed = game_embed(s)
+    assert embed.image.url is None
+    assert embed.description == "❌ X: <@111> vs ⭕ O: <@222>\n\nMove 4 · ⭕ <@222> to play"
+    view = game_view(s)
+    shown = [(c.item.label, c.item.style.name) for c in view.children if isinstance(c, MoveButton)]
+    assert shown == [
+        ("O", "danger"), ("2", "secondary"), ("3", "secondary"),
+        ("4", "secondary"), ("X", "primary"), ("6", "secondary"),
+        ("7", "secondary"), ("8", "secondary"), ("(X)", "primary"),
+    ]  # fmt: skip
+    # Once won, the same board stays: free cells disabled, the winning three in green.
+    won = GameSession.start("tictactoe", ("111", "222"), notation="14253")
+    final = [c.item for c in game_view(won).children if isinstance(c, MoveButton)]
+    assert [b.disabled for b in final] == [False] * 5 + [True] * 4  # marks never dimmed
+    assert [b.style.name == "success" for b in final] == [
+        True, True, True, False, False, False, False, False, False
+    ]  # fmt: skip
+    assert final[2].label == "(X)" and final[0].label == "X" and final[3].label == "O"
+
+
+def test_seven_columns_make_two_rows_of_buttons_then_resign_and_full_columns_are_disabled() -> None:
     position = new_game("connect4", "")
     assert button_rows(position) == [[0, 1, 2, 3], [4, 5, 6]]
     session = GameSession.start("connect4", ("111", BOT), level="hard", notation="444444")
     view = game_view(session)
-    assert view is not None
     buttons = [child for child in view.children if isinstance(child, MoveButton)]
     assert [b.item.label for b in buttons] == ["1", "2", "3", "4", "5", "6", "7"]
     assert [b.item.row for b in buttons] == [0, 0, 0, 0, 1, 1, 1]
     assert [b.item.disabled for b in buttons] == [False, False, False, True, False, False, False]
     assert buttons[2].item.custom_id == f"plybot:mv:{session.id}:6:2"
+    others = [c for c in view.children if isinstance(c, GameButton)]
+    assert [(b.item.label, b.item.row, b.item.custom_id) for b in others] == [
+        ("Resign", 2, f"plybot:resign:{session.id}")
+    ]
 
 
-def test_all_buttons_are_disabled_while_the_bot_thinks_and_gone_when_the_game_is_over() -> None:
+def test_moves_are_disabled_while_the_bot_thinks_and_a_finished_game_offers_a_rematch() -> None:
     thinking = GameSession.start("connect4", ("111", BOT), level="easy", notation="4")
     view = game_view(thinking)
-    assert view is not None and all(child.item.disabled for child in view.children)
-    over = GameSession.start("tictactoe", ("111", "222"), notation="14253")
-    assert not over.ongoing
-    assert game_view(over) is None
-
-
-def test_tictactoe_buttons_are_the_board() -> None:
-    session = GameSession.start("tictactoe", ("111", "222"), notation="51")
-    view = game_view(session)
-    assert view is not None
-    shown = [(c.item.label, str(c.item.emoji) if c.item.emoji else None) for c in view.children]
-    assert shown[0] == (None, "⭕") and shown[4] == (None, "❌") and shown[8] == ("9", None)
-    assert [c.item.disabled for c in view.children] == [
-        True, False, False, False, True, False, False, False, False
-    ]  # fmt: skip
+    assert all(c.item.disabled for c in view.children if isinstance(c, MoveButton))
+    over = GameSession.start("connect4", ("111", "222"), notation="1212121")
+    assert [c.item.label for c in game_view(over).children] == ["Rematch"]
 
 
 def test_status_line_says_whose_turn_with_the_move_number_and_how_games_end() -> None:
@@ -95,28 +156,11 @@ def test_status_line_says_whose_turn_with_the_move_number_and_how_games_end() ->
     )
 
 
-def test_game_embed_has_players_grid_status_and_last_move() -> None:
-    s = GameSession.start("connect4", ("111", "222"), notation="445")
-    embed = game_embed(s)
-    assert embed.title == "Connect Four"
-    assert embed.description == (
-        "🔴 <@111> vs 🟡 <@222>\n\n" + c4("445") + "\n\nMove 4 · 🟡 <@222> to play"
-    )
-    assert embed.footer.text == f"Last move: column 5 · game {s.id}"
-
-
-def test_game_embed_footer_gives_the_score_of_the_bots_last_move() -> None:
+def test_game_embed_footer_never_gives_the_engines_score() -> None:
     s = GameSession.start("connect4", ("111", BOT), level="hard", notation="44")
     s = s.play("111", "5").expect_bot("job-1")
     s = s.play_bot("job-1", BotMove(move="3", ply=3, score=-2, exact=False, depth=14))
-    assert game_embed(s).footer.text == (
-        f"Last move: column 3 · plybot's score -2 (depth 14) · game {s.id}"
-    )
-    s = s.play("111", "6").expect_bot("job-2")
-    s = s.play_bot("job-2", BotMove(move="2", ply=5, score=1, exact=True, depth=37))
-    assert "plybot's score +1 (exact)" in game_embed(s).footer.text
-    # Once the human has moved again, the bot's score is no longer the last move's.
-    assert "score" not in game_embed(s.play("111", "1")).footer.text
+    assert game_embed(s).footer.text == f"Last move: column 3 · game {s.id}"
 
 
 def test_challenge_embed_open_and_closed() -> None:
@@ -158,11 +202,18 @@ def test_analysis_text_lists_every_move_best_first() -> None:
     )
     assert analysis_text(position, result).splitlines() == [
         "Connect Four at `4453`, 🔴 to move:",
-        "**Best move 3**: +2: win in 18",
-        "Line: 3 3 2",
+        "**Best move 3**: 🔴 wins with its 18th move from now, with best play.",
+        "Best play begins: 3 3 2",
         "Every move: 3: +2, 4: +1, 2: +0, 5: -1, 6: -2, 1: -3, 7: -3",
-        "exact · 1,234 nodes · 12 ms · cache miss",
+        "(+ wins, 0 draws, - loses; the bigger, the sooner)",
+        "Solved exactly in 12 ms.",
     ]
+    text = analysis_text(position, result)
+    assert "nodes" not in text and "cache" not in text
+    lost = result.model_copy(update={"score": -1, "best_move": "5", "pv": ["5"], "exact": False})
+    assert analysis_text(position, lost).splitlines()[1] == (
+        "**Best move 5**: unclear, looks better for 🟡."
+    )
 
 
 def test_stats_and_leaderboard_text() -> None:
@@ -180,6 +231,20 @@ def test_stats_and_leaderboard_text() -> None:
         "Connect Four: 1234, 4 / 0 / 1",
     ]
     assert stats_text("9", UserStats("9", {}, {}, {})).endswith("No finished games yet.")
-    assert leaderboard_text("connect4", [Standing("1", 1216.0, 1), Standing("2", 1184.0, 1)]) == (
-        "1. <@1>: 1216 (1 games)\n2. <@2>: 1184 (1 games)"
+    assert leaderboard_text("connect4", [Standing("1", 1216.0, 1), Standing("2", 1184.0, 2)]) == (
+        "1. <@1>: 1216 (1 game)\n2. <@2>: 1184 (2 games)"
     )
+
+
+def test_every_reply_exists_in_every_language_with_the_same_blanks() -> None:
+    import string
+
+    from bot.strings import LANGUAGES, STRINGS, language, say
+
+    for key, texts in STRINGS.items():
+        assert set(texts) == set(LANGUAGES), key
+        blanks = [{f for _, f, _, _ in string.Formatter().parse(t) if f} for t in texts.values()]
+        assert all(b == blanks[0] for b in blanks), key
+    assert language("fr") == "fr" and language("en-GB") == "en" and language("ja") == "en"
+    assert say("game_over", "fr") == "Cette partie est terminée."
+    assert say("game_over", "ja") == "This game is over."  # not shipped: English

@@ -144,6 +144,28 @@ def test_resign_and_forfeit_settle_the_game() -> None:
         s.resign("ann").resign("bob")
 
 
+def test_take_back_against_the_bot_only_and_counted() -> None:
+    s = GameSession.start("connect4", ("ann", BOT), level="easy")
+    with pytest.raises(GameTurnError, match="no move to take back"):
+        s.take_back("ann")
+    s = s.play("ann", "4").expect_bot("j1")
+    with pytest.raises(GameTurnError, match="not your turn"):
+        s.take_back("ann")  # the bot is thinking
+    s = s.play_bot("j1", BotMove(move="3", ply=1))
+    back = s.take_back("ann")
+    assert (back.moves, back.notation, back.to_move, back.takebacks) == ([], "", "ann", 1)
+    assert back.last_bot_move is None and back.ongoing
+    again = back.play("ann", "5").expect_bot("j2").play_bot("j2", BotMove(move="5", ply=1))
+    assert again.take_back("ann").takebacks == 2
+    people = GameSession.start("connect4", ("ann", "bob")).play("ann", "4").play("bob", "4")
+    with pytest.raises(GameTurnError, match="only against the bot"):
+        people.take_back("ann")
+    bot_first = GameSession.start("connect4", (BOT, "ann"), level="easy").expect_bot("j")
+    bot_first = bot_first.play_bot("j", BotMove(move="4", ply=0))
+    with pytest.raises(GameTurnError, match="no move to take back"):
+        bot_first.take_back("ann")
+
+
 def test_a_full_tictactoe_draw() -> None:
     s = GameSession.start("tictactoe", ("ann", "bob"))
     for move in "512873649":

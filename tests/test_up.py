@@ -90,3 +90,58 @@ def test_up_runs_the_service_and_ctrl_c_stops_every_process(tmp_path: Path) -> N
         if up.poll() is None:
             up.kill()
             up.wait()
+
+
+def _wait_for_line(log: Path, text: str, up: subprocess.Popen, timeout: float = 300) -> None:
+    """Until ``text`` appears in ``log`` (``up`` must keep running meanwhile)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if text in log.read_text(errors="replace"):
+            return
+        assert up.poll() is None, "plybot up exited:\n" + log.read_text(errors="replace")[-3000:]
+        time.sleep(0.1)
+    raise AssertionError(f"no {text!r} in the log:\n" + log.read_text(errors="replace")[-3000:])
+
+
+def test_up_rides_out_its_redis_being_killed(tmp_path: Path) -> None:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
+    env["PLYBOT_REDIS_DATA_DIR"] = str(tmp_path / "redis")
+    log = tmp_path / "up.log"
+    with log.open("wb") as out:
+        up = subprocess.Popen(
+            [PLYBOT, "up", "--port", str(port), "--workers", "1"],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        _wait_for_line(log, "plybot is up", up)
+        redis_pid = next(
+            pid
+            for pid in descendants(up.pid)
+            if b"redis-server" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        )
+        os.kill(redis_pid, signal.SIGKILL)
+        _wait_for_line(log, "Redis exited; starting it again", up)
+        # The service answers again by itself: an analysis asked now is answered.
+        base = f"http://127.0.0.1:{port}"
+        body = {"game": "tictactoe", "position": "15", "mode": "solve"}
+        answer: dict = {}
+        end = time.monotonic() + 120
+        while time.monotonic() < end and answer.get("status") != "done":
+            try:
+                r = httpx.post(f"{base}/v1/analyses?wait=5", json=body, timeout=30)
+                answer = r.json() if r.status_code == 200 else {}
+            except httpx.HTTPError:
+                answer = {}
+        assert answer.get("status") == "done", answer
+        status = httpx.get(f"{base}/v1/status", timeout=10).json()
+        assert status["workers_alive"] == 1
+        assert up.poll() is None
+        up.send_signal(signal.SIGINT)
+        assert up.wait(120) == 0
+    finally:
+        if up.poll() is None:
+            up.kill()
+            up.wait()

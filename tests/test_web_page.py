@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import redis
 from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import Select
 
 from engine.connect4 import Connect4
 from engine.game import Game, new_game
@@ -243,6 +244,9 @@ def new_game_in_page(browser: Browser, game: str, level: str, first: str | None 
     if first is not None:
         browser.driver.find_element("css selector", f"input[name=first][value={first}]").click()
     browser.driver.find_element("id", "play-new").click()
+    # A game restored from an earlier test is abandoned: Restart asks first.
+    if browser.js("return document.getElementById('confirm').open"):
+        browser.driver.find_element("id", "confirm-yes").click()
 
 
 def test_a_game_clicked_to_its_end_against_the_bot(browser: Browser, site: str) -> None:
@@ -355,7 +359,7 @@ def test_analysis_shows_the_exact_score_of_every_column(
     pv = browser.js(
         "return [...document.querySelectorAll('#an-pv .pv-move')].map((b) => b.textContent)"
     )
-    assert pv and pv == result["pv"] and pv[0] in {str(c) for c in best}
+    assert pv and pv == result["pv"][:10] and pv[0] in {str(c) for c in best}
 
     streamed = browser.js("return window.plybot.analyser.streamed")
     assert streamed, "no progress event reached the page over the event stream"
@@ -564,6 +568,7 @@ def test_play_view_recovers_by_itself_when_the_service_comes_back(
         browser.driver.find_element("css selector", ".drop[data-move='3']").click()
         browser.wait(lambda d: "unavailable" in alert.text, message="no 'unavailable' message")
         assert "retrying in" in alert.text
+        assert "Your move was taken back" in alert.text  # and it says so
         assert browser.js("return window.plybot.player.position.ply") == 0  # shown unplayed
     finally:
         redis_server.start()
@@ -582,3 +587,515 @@ def test_play_view_recovers_by_itself_when_the_service_comes_back(
         message="the game did not go on",
     )
     assert browser.errors() == []
+
+
+# -- issue 11: a real analysis board and a kinder game -------------------------------------
+
+
+def service_status(base: str) -> dict:
+    code, body = api_json(base, "GET", "/v1/status")
+    assert code == 200, body
+    return body
+
+
+def wait_workers_idle(browser: Browser, base: str, timeout: float, message: str) -> None:
+    browser.wait(
+        lambda d: service_status(base)["workers_busy"] == 0, timeout=timeout, message=message
+    )
+
+
+def wait_job_stopped(browser: Browser, base: str, job: str, timeout: float, message: str) -> None:
+    """Until analysis ``job`` has ended and no worker runs it any more (its worker is free)."""
+
+    def stopped(_: object) -> bool:
+        status = service_status(base)
+        code, analysis = api_json(base, "GET", f"/v1/analyses/{job}")
+        running = any(w["job"] == job for w in status["workers"])
+        return code == 200 and analysis["status"] in ("done", "failed") and not running
+
+    browser.wait(stopped, timeout=timeout, message=f"{message}: {service_status(base)}")
+
+
+def start_long_solve(browser: Browser, site: str, notation: str) -> str:
+    """Open an early Connect Four position (a solve of many seconds) and wait until a
+    worker is on it; return the analysis id the page follows."""
+    open_page(browser, f"{site}/#/analyse/connect4/{notation}")
+    job = browser.wait(
+        lambda d: d.execute_script("const r = window.plybot.analyser.running; return r && r.id;"),
+        message="the page never submitted the analysis",
+    )
+    browser.wait(
+        lambda d: any(w["job"] == job for w in service_status(site)["workers"]),
+        timeout=30,
+        message="no worker took the analysis",
+    )
+    return job
+
+
+def test_leaving_an_analysis_cancels_it_on_the_server(browser: Browser, site: str) -> None:
+    """A solve of many seconds is cancelled (DELETE /v1/analyses/{id}) when the page
+    shows another position, and when the page is left (pagehide, keepalive): the worker
+    is free again, and the analysis says it was cancelled."""
+    wait_workers_idle(browser, site, 120, "the workers were busy before the test")
+    job = start_long_solve(browser, site, "26")
+    # Mid-solve: the headline counts time only, the chips say "…", nothing looks solved.
+    browser.wait(lambda d: "Solving exactly" in d.find_element("id", "an-verdict").text)
+    assert "depth" not in browser.driver.find_element("id", "an-verdict").text
+    assert chip_scores(browser) == {}
+    browser.screenshot("analysis-mid-solve")
+
+    browser.driver.find_element("id", "an-moves").clear()
+    browser.driver.find_element("id", "an-moves").send_keys(LATE + "\n")  # another position
+    started = time.monotonic()
+    wait_job_stopped(browser, site, job, 10, "the worker was still busy after the page moved on")
+    freed_after = time.monotonic() - started
+    code, analysis = api_json(site, "GET", f"/v1/analyses/{job}")
+    assert code == 200 and analysis["status"] == "failed", analysis
+    assert "cancel" in (analysis["error"] or "").lower()
+    wait_analysed(browser)  # the new position is analysed as usual
+
+    job = start_long_solve(browser, site, "16")
+    browser.driver.find_element("id", "tab-play").click()  # the other view
+    wait_job_stopped(browser, site, job, 10, "the worker was still busy after switching to Play")
+    code, analysis = api_json(site, "GET", f"/v1/analyses/{job}")
+    assert analysis["status"] == "failed", analysis
+
+    job = start_long_solve(browser, site, "35")
+    browser.driver.get("about:blank")  # the page goes away
+    wait_job_stopped(browser, site, job, 10, "the worker was still busy after the page was left")
+    code, analysis = api_json(site, "GET", f"/v1/analyses/{job}")
+    assert analysis["status"] == "failed", analysis
+    print(f"worker free {freed_after:.2f} s after the position changed")
+    assert browser.errors() == []
+
+
+def test_an_estimate_never_looks_like_a_result(browser: Browser, site: str) -> None:
+    """A quick (time-limited) search of an early position: its figures read as estimates
+    (neutral colour, "est."), nothing is outlined as best, "est." is explained, and the
+    stats line is plain words (no nodes, cache or worker names)."""
+    open_page(browser, f"{site}/#/analyse/connect4/35")
+    Select(browser.driver.find_element("id", "an-mode")).select_by_value("time")
+    result = browser.wait(
+        lambda d: d.execute_script(
+            "const a = window.plybot.analyser; return a.results.get(a.key()) || null;"
+        ),
+        60,
+    )
+    if result["exact"]:
+        pytest.skip("the quick search solved this position exactly: nothing to estimate")
+    kinds = {kind for _, (_, _, kind) in chip_scores(browser).items()}
+    assert kinds == {"eval"}
+    words = [w for _, (_, w, _) in chip_scores(browser).items()]
+    assert all(w.startswith("est.") for w in words), words
+    assert browser.driver.find_elements("css selector", "#analyse-board .chip.best") == []
+    verdict = browser.driver.find_element("id", "an-verdict").text
+    assert verdict.startswith("Not solved. Estimate:"), verdict
+    note = browser.driver.find_element("id", "an-note")
+    assert note.is_displayed() and "not a result" in note.text
+    legend = browser.driver.find_element("css selector", ".legend").text
+    assert "est. +N" in legend and "estimate, not a result" in legend
+    stats = browser.driver.find_element("id", "an-stats").text
+    assert stats.startswith("Estimated in"), stats
+    for jargon in ("nodes", "cache", "worker", result["worker"]):
+        assert jargon not in stats
+    browser.screenshot("estimate")
+    Select(browser.driver.find_element("id", "an-mode")).select_by_value("solve")
+    assert browser.errors() == []
+
+
+def test_an_illegal_link_and_a_full_column_say_so(browser: Browser, site: str) -> None:
+    """A link with an illegal position: the engine's message, "No evaluation" (not
+    "Searching…"), nothing submitted, the link kept. A key for a full column, in the
+    analysis and (a taken cell) in a game: a message, no uncaught error."""
+    open_page(browser, f"{site}/#/analyse/connect4/44444444")
+    alert = browser.driver.find_element("id", "analyse-alert")
+    browser.wait(lambda d: "column 4 is full (move 7)" in alert.text, message="no message")
+    assert "link" in alert.text
+    verdict = browser.driver.find_element("id", "an-verdict").text
+    assert verdict.startswith("No evaluation"), verdict
+    assert browser.js("return window.plybot.analyser.running") is None
+    assert browser.driver.current_url.endswith("#/analyse/connect4/44444444")
+
+    open_page(browser, f"{site}/#/analyse/connect4/{LATE}")  # column 4 is full here
+    wait_analysed(browser)
+    alert = browser.driver.find_element("id", "analyse-alert")
+    browser.driver.find_element("css selector", "body").send_keys("4")
+    browser.wait(lambda d: "Column 4 is full" in alert.text, message="no full-column message")
+    browser.driver.find_element("css selector", "body").send_keys("5")
+    browser.wait(lambda d: not alert.is_displayed(), message="the message outlived its cause")
+
+    open_page(browser, site + "/#/play")
+    new_game_in_page(browser, "tictactoe", "perfect", "human")
+    status = browser.driver.find_element("id", "play-status")
+    browser.wait(lambda d: status.text.startswith("Your move"), timeout=60)
+    body = browser.driver.find_element("css selector", "body")
+    body.send_keys("5")
+    browser.wait(
+        lambda d: (
+            status.text.startswith("Your move")
+            and browser.js("return window.plybot.player.position.ply") == 2
+        ),
+        timeout=60,
+    )
+    body.send_keys("5")
+    play_alert = browser.driver.find_element("id", "play-alert")
+    browser.wait(lambda d: "Cell 5 is taken" in play_alert.text, message="no taken-cell message")
+    assert browser.errors() == []
+
+
+def test_confirmations_turns_and_announcements(browser: Browser, site: str) -> None:
+    """Resign and Restart ask first (Cancel keeps the game); the bot's reply comes at
+    least a turn's pause after the person's move (none with reduced motion); screen
+    readers hear which cell the bot played; tic-tac-toe cells show their numbers."""
+    open_page(browser, site + "/#/play")
+    new_game_in_page(browser, "tictactoe", "perfect", "human")
+    status = browser.driver.find_element("id", "play-status")
+    browser.wait(lambda d: status.text.startswith("Your move"), timeout=60)
+    numbers = browser.js(
+        "return [...document.querySelectorAll('#play-board .cellnum')].map((n) => n.textContent)"
+    )
+    assert numbers == [str(i) for i in range(1, 10)]
+
+    # When each side's mark appears on the board.
+    browser.js(
+        """
+        window.marks = [];
+        const board = document.querySelector('#play-board');
+        new MutationObserver(() => {
+          const n = board.querySelectorAll('.mark.p0, .mark.p1').length;
+          if (!window.marks.length || window.marks.at(-1).n !== n)
+            window.marks.push({ n, t: performance.now() });
+        }).observe(board, { subtree: true, attributes: true, childList: true });
+        """
+    )
+    browser.driver.find_element("css selector", "body").send_keys("5")
+    browser.wait(
+        lambda d: (
+            browser.js("return window.plybot.player.position.ply") == 2
+            and status.text.startswith("Your move")
+        ),
+        timeout=60,
+    )
+    marks = browser.js("return window.marks")
+    times = {m["n"]: m["t"] for m in marks}
+    pause = browser.js("return import('/player.js').then((m) => m.TURN_PAUSE_MS)")
+    assert times[2] - times[1] >= pause * 0.95, marks
+    bot_cell = browser.js("return window.plybot.player.session.moves[1]")
+    announce = browser.driver.find_element("id", "play-announce")
+    assert announce.get_attribute("aria-live") == "polite"
+    assert announce.get_attribute("textContent") == f"plybot played cell {bot_cell}."
+
+    # Reduced motion: no pause.
+    browser.driver.execute_cdp_cmd(
+        "Emulation.setEmulatedMedia",
+        {"features": [{"name": "prefers-reduced-motion", "value": "reduce"}]},
+    )
+    waited = browser.driver.execute_async_script(
+        "const done = arguments[0]; const t = performance.now();"
+        "window.plybot.player.turnPause(t).then(() => done(performance.now() - t));"
+    )
+    assert waited < 50
+    browser.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+
+    assert not browser.driver.find_element("id", "play-review").is_displayed()  # not over yet
+    game_id = browser.js("return window.plybot.player.session.id")
+    dialog = browser.driver.find_element("id", "confirm")
+    for button in ("play-resign", "play-new"):
+        browser.driver.find_element("id", button).click()
+        browser.wait(lambda d: dialog.get_attribute("open") is not None, message="no question")
+        browser.screenshot(f"confirm-{button}")
+        browser.driver.find_element("id", "confirm-no").click()
+        browser.wait(lambda d: dialog.get_attribute("open") is None)
+        session = browser.js("return window.plybot.player.session")
+        assert session["id"] == game_id and session["status"] == "ongoing"
+    browser.driver.find_element("id", "play-resign").click()
+    browser.driver.find_element("id", "confirm-yes").click()
+    browser.wait(lambda d: status.text.startswith("plybot wins by resignation"), timeout=30)
+    assert browser.errors() == []
+
+
+def test_take_back_in_a_game_against_the_bot(browser: Browser, site: str) -> None:
+    """Take back: my move and the bot's reply go, my turn again, counted by the server."""
+    open_page(browser, site + "/#/play")
+    new_game_in_page(browser, "tictactoe", "easy", "human")
+    status = browser.driver.find_element("id", "play-status")
+    takeback = browser.driver.find_element("id", "play-takeback")
+    browser.wait(lambda d: status.text.startswith("Your move"), timeout=60)
+    assert not takeback.is_displayed()  # nothing to take back yet
+    browser.driver.find_element("css selector", "body").send_keys("5")
+    browser.wait(
+        lambda d: (
+            browser.js("return window.plybot.player.position.ply") == 2
+            and takeback.is_displayed()
+            and takeback.is_enabled()
+        ),
+        timeout=60,
+    )
+    takeback.click()
+    browser.wait(lambda d: browser.js("return window.plybot.player.position.ply") == 0, timeout=30)
+    session = browser.js("return window.plybot.player.session")
+    assert (session["moves"], session["turn"], session["takebacks"]) == ([], "human", 1)
+    assert not takeback.is_displayed()
+    assert board_cells(browser, "play") == engine_cells("tictactoe", "")
+
+
+def click_tree_move(browser: Browser, path: str) -> None:
+    """Click a move of the tree in one step in the page: the tree is redrawn whenever an
+    answer arrives, so an element found first may be gone by the time it is clicked."""
+    assert browser.js(
+        f"const m = document.querySelector(\"#an-tree .tree-move[data-path='{path}']\");"
+        "if (m) m.click(); return Boolean(m);"
+    )
+
+
+def test_move_tree_best_move_and_hidden_scores(browser: Browser, site: str) -> None:
+    """Numbered, clickable moves; a move played from an earlier position is kept as a
+    variation beside the main line; B plays the best move; scores can be hidden."""
+    open_page(browser, f"{site}/#/analyse/tictactoe/1592")
+    wait_analysed(browser)
+    tree = browser.driver.find_element("id", "an-tree")
+    assert tree.text.split() == ["1.", "1", "5", "2.", "9", "2"]
+    click_tree_move(browser, "15")
+    browser.wait(lambda d: d.current_url.endswith("#/analyse/tictactoe/15"))
+    wait_analysed(browser)
+    browser.driver.find_element("css selector", "body").send_keys("3")  # a new variation
+    browser.wait(lambda d: d.current_url.endswith("#/analyse/tictactoe/153"))
+    variation = tree.find_element("css selector", ".variation")
+    assert variation.text.split() == ["2.", "3"]
+    assert browser.js("return window.plybot.analyser.tree.mainLine()") == [0, 4, 8, 1]
+    click_tree_move(browser, "1592")
+    browser.wait(lambda d: d.current_url.endswith("#/analyse/tictactoe/1592"))
+
+    result = wait_analysed(browser)
+    browser.driver.find_element("css selector", "body").send_keys("b")
+    browser.wait(lambda d: d.current_url.endswith(f"#/analyse/tictactoe/1592{result['best_move']}"))
+
+    browser.driver.find_element("id", "an-hide").click()
+    assert browser.driver.find_element("id", "an-verdict").text == "Scores are hidden."
+    assert chip_scores_cells(browser) == {}
+    assert browser.driver.find_element("id", "an-pv").text == "—"
+    browser.driver.find_element("id", "an-hide").click()
+    wait_analysed(browser)
+    assert chip_scores_cells(browser) != {}
+    assert browser.errors() == []
+
+
+def test_a_review_marks_the_move_that_lost(browser: Browser, site: str) -> None:
+    """A lost tic-tac-toe game against the perfect level, then "Review this game": each
+    move that changed the exact result (from the engine's own solve) is marked, the
+    losing one among them."""
+    from engine.analysis import analyze
+
+    open_page(browser, site + "/#/play")
+    new_game_in_page(browser, "tictactoe", "perfect", "human")
+    status = browser.driver.find_element("id", "play-status")
+    body = browser.driver.find_element("css selector", "body")
+    while True:
+        browser.wait(
+            lambda d: status.text.startswith(("Your move", "You win", "plybot wins", "Draw")),
+            timeout=60,
+        )
+        if not status.text.startswith("Your move"):
+            break
+        state = browser.js("return window.plybot.player.session")
+        position = new_game("tictactoe", state["position"])
+        scores = analyze(position, mode="solve", all_moves=True).moves or {}
+        worst = min(scores, key=lambda m: scores[m])  # the person plays to lose
+        body.send_keys(position.move_name(worst))
+        ply = position.ply
+        browser.wait(
+            lambda d, ply=ply: browser.js("return window.plybot.player.position.ply") > ply
+        )
+    assert status.text.startswith("plybot wins")
+    moves = browser.js("return window.plybot.player.session.position")
+
+    expected = []
+    for ply in range(len(moves)):
+        position = new_game("tictactoe", moves[:ply])
+        found = analyze(position, mode="solve", all_moves=True)
+        assert found.exact and found.moves is not None
+        played = found.moves[position.parse_move(moves[ply])]
+        if (played > 0) - (played < 0) < (found.score > 0) - (found.score < 0):
+            expected.append(ply + 1)
+    assert expected, "a lost game from a drawn start has a move that changed the result"
+
+    browser.driver.find_element("id", "play-review").click()
+    review = browser.driver.find_element("id", "an-review-status")
+    browser.wait(lambda d: review.text.startswith("Review done"), timeout=120)
+    marked = browser.js(
+        "return [...document.querySelectorAll('#an-tree .tree-move.blunder')]"
+        ".map((b) => Number(b.dataset.ply))"
+    )
+    assert marked == expected
+    human_moves = [p for p in expected if p % 2 == 1]  # the person moved first: odd plies
+    assert human_moves, "the losing move is the person's"
+    assert len(browser.driver.find_elements("css selector", "#an-review-list li")) == len(expected)
+    browser.screenshot("review")
+    browser.size(*PHONE, mobile=True)
+    browser.screenshot("review-phone")
+    assert browser.errors() == []
+
+
+def test_static_files_are_compressed_and_cached(site: str) -> None:
+    """gzip for the page's files when the client accepts it, a cache lifetime for scripts
+    and styles, and revalidation for the page itself."""
+    for path, cached in (("/app.js", True), ("/style.css", True), ("/", False)):
+        req = urllib.request.Request(site + path, headers={"Accept-Encoding": "gzip"})
+        with urllib.request.urlopen(req, timeout=30) as response:
+            assert response.headers["Content-Encoding"] == "gzip", path
+            raw = response.read()
+            control = response.headers["Cache-Control"]
+        import gzip
+
+        assert gzip.decompress(raw)
+        if cached:
+            assert control.startswith("public, max-age="), control
+        else:
+            assert control == "no-cache"
+
+
+def test_api_docs_render_without_the_internet(browser: Browser, site: str) -> None:
+    """/docs renders Swagger UI with every request blocked but the service's own: its
+    script and style come from the package, not from a CDN."""
+    browser.driver.execute_cdp_cmd("Network.enable", {})
+    browser.driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["https://*"]})
+    try:
+        browser.driver.get(site + "/docs")
+        try:
+            browser.wait(lambda d: d.find_elements("css selector", ".swagger-ui .opblock"))
+        except Exception as exc:
+            body = browser.js("return document.body.innerText")
+            raise AssertionError(f"Swagger UI did not render: {browser.errors()} {body}") from exc
+        loaded = browser.js("return performance.getEntriesByType('resource').map((e) => e.name)")
+        assert loaded and all(u.startswith(site + "/") for u in loaded), loaded
+        browser.screenshot("docs-offline", full=False)
+    finally:
+        browser.driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
+        browser.driver.execute_cdp_cmd("Network.disable", {})
+
+
+@pytest.fixture(scope="session")
+def axe_source(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """axe-core, installed from npm into a temporary directory (MPL-2.0: used by the
+    tests only, never shipped with the page)."""
+    import shutil
+    import subprocess
+
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip("npm is not installed: axe-core cannot be fetched")
+    where = tmp_path_factory.mktemp("axe")
+    done = subprocess.run(
+        [npm, "install", "--no-save", "--no-audit", "--no-fund", "--prefix", str(where),
+         "axe-core@4"],
+        capture_output=True, text=True, timeout=180, check=False,
+    )  # fmt: skip
+    script = where / "node_modules" / "axe-core" / "axe.min.js"
+    if done.returncode != 0 or not script.exists():
+        pytest.skip(f"npm could not install axe-core (registry unreachable?): {done.stderr[-300:]}")
+    return script.read_text()
+
+
+def axe_violations(browser: Browser, source: str) -> list[dict]:
+    browser.js(source)
+    return browser.driver.execute_async_script(
+        """
+        const done = arguments[0];
+        axe.run(document, { resultTypes: ['violations'] }).then((r) => done(r.violations.map(
+          (v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')
+            + ': ' + n.failureSummary) }))));
+        """
+    )
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_axe_finds_no_violations(browser: Browser, site: str, axe_source: str, dark: bool) -> None:
+    """axe-core: zero violations on the play view (a game on) and the analysis view (a
+    result shown, a review run), in light and dark mode."""
+    browser.dark(dark)
+    open_page(browser, site + "/#/play")
+    new_game_in_page(browser, "connect4", "easy", "human")
+    state = "const p = window.plybot.player; return p.myTurn && p.session.position;"
+    browser.wait(lambda d: browser.js(state) == "", timeout=60, message="no new game")
+    browser.driver.find_element("css selector", ".drop[data-move='3']").click()
+    browser.wait(lambda d: len(browser.js(state) or "") == 2, timeout=60, message="no reply")
+    found = axe_violations(browser, axe_source)
+    assert found == [], json.dumps(found, indent=1)
+    browser.screenshot("play-desktop")
+
+    open_page(browser, f"{site}/#/analyse/connect4/{LATE}")
+    wait_analysed(browser)
+    found = axe_violations(browser, axe_source)
+    assert found == [], json.dumps(found, indent=1)
+    open_page(browser, f"{site}/#/analyse/tictactoe/1592/review")
+    browser.wait(
+        lambda d: d.find_element("id", "an-review-status").text.startswith("Review done"),
+        timeout=60,
+    )
+    found = axe_violations(browser, axe_source)
+    assert found == [], json.dumps(found, indent=1)
+    browser.screenshot("analysis-review")
+
+
+def test_column_chips_fill_in_one_by_one(browser: Browser, site: str) -> None:
+    """A position whose analysis takes about a second: each column's exact score shows as
+    soon as the worker has it (its progress event), not all at the end."""
+    open_page(browser, f"{site}/#/analyse/connect4/")
+    wait_analysed(browser)
+    browser.js(
+        """
+        window.exactCounts = [];
+        const board = document.querySelector('#analyse-board');
+        const count = () => [...board.querySelectorAll('.chip')].filter((c) =>
+          c.dataset.score !== undefined && !c.classList.contains('bound')
+          && !c.classList.contains('estimate')).length;
+        new MutationObserver(() => {
+          const n = count();
+          if (window.exactCounts.at(-1) !== n) window.exactCounts.push(n);
+        }).observe(board, { subtree: true, attributes: true, childList: true });
+        """
+    )
+    browser.js("location.hash = '#/analyse/connect4/265223355774'")  # used by no other test
+    result = wait_analysed(browser)
+    assert result["exact"] and len(result["moves"]) == 7
+    counts = browser.js("return window.exactCounts")
+    assert counts[-1] == 7, counts
+    assert any(0 < n < 7 for n in counts), counts  # some columns were shown before the rest
+
+
+def test_per_column_progress_is_read_from_whatever_arrives(browser: Browser, site: str) -> None:
+    """The page's reading of per-column progress (the analysis API's progress events carry
+    every move's proven bounds, equal once a move is solved): exact scores and bounds in
+    the shapes it may send become chip marks, described honestly. A unit test of the
+    page's own functions in the browser; tests/test_split.py checks the events' order."""
+    open_page(browser, f"{site}/#/play")
+    shown = browser.driver.execute_async_script(
+        """
+        const done = arguments[0];
+        Promise.all([import('/analyser.js'), import('/board.js'), import('/rules.js')]).then(
+          ([{ progressMarks }, { describeMark }, { GAMES }]) => {
+            const marks = progressMarks({ depth: 3, score: 0, moves: { 4: 1 },
+              bounds: { 1: [-18, -1], 2: { lower: 0, upper: 18 }, 3: [2, 2], 5: [-3, 4] } });
+            const words = {};
+            for (const [m, mark] of Object.entries(marks))
+              words[m] = describeMark(GAMES.connect4, 2, mark)?.text ?? null;
+            done({ marks, words, none: progressMarks({ depth: 3, score: 0 }) });
+          });
+        """
+    )
+    assert shown["none"] == {}
+    assert shown["marks"] == {
+        "0": {"lo": -18, "hi": -1},
+        "1": {"lo": 0, "hi": 18},
+        "2": {"score": 2, "exact": True},  # bounds that meet: that column is solved
+        "3": {"score": 1, "exact": True},
+        "4": {"lo": -3, "hi": 4},
+    }
+    position = Connect4.parse("44")
+    assert shown["words"] == {
+        "0": "a loss (its length is being solved)",
+        "1": "at least a draw (being solved)",
+        "2": score_words(position, 2),
+        "3": score_words(position, 1),
+        "4": None,  # nothing proven yet: the chip keeps its "…"
+    }

@@ -14,8 +14,12 @@ from worker.contract import AnalysisRequest, MoveRequest
 
 pytestmark = [pytest.mark.redis, pytest.mark.service]
 
-# A few seconds of pure-Python search with a progress event per depth.
+# A few seconds of pure-Python search with a progress event per depth (with the shared
+# cache off: what earlier tests left there would end it at once).
 LONG = AnalysisRequest(game="connect4", position="44", mode="depth", depth=8)
+NO_CACHE = {"PLYBOT_CACHE_ENABLED": "false"}
+# A search that runs until the job's timeout: still running whenever a test kills its worker.
+ENDLESS = AnalysisRequest(game="connect4", position="44", mode="depth", depth=30)
 
 
 def run(coro):  # type: ignore[no-untyped-def]
@@ -109,7 +113,7 @@ def test_progress_events_arrive_in_order_then_the_result(redis_url, worker_pool)
 
 
 def test_sigterm_finishes_the_job_in_hand_and_takes_no_new_one(redis_url, worker_pool) -> None:  # type: ignore[no-untyped-def]
-    pool = worker_pool(1)
+    pool = worker_pool(1, env=NO_CACHE)
 
     async def go() -> None:
         async with JobClient(redis_url) as client:
@@ -129,7 +133,7 @@ def test_sigterm_finishes_the_job_in_hand_and_takes_no_new_one(redis_url, worker
 
 
 def test_a_job_whose_worker_is_killed_completes_on_another(redis_url, worker_pool) -> None:  # type: ignore[no-untyped-def]
-    pool = worker_pool(2)
+    pool = worker_pool(2, env=NO_CACHE)
 
     async def go() -> None:
         async with JobClient(redis_url) as client:
@@ -156,14 +160,14 @@ def test_a_second_death_fails_the_job_with_a_clear_error(redis_url, worker_pool)
 
     async def go() -> None:
         async with JobClient(redis_url) as client:
-            job_id = await client.submit(LONG)
+            job_id = await client.submit(ENDLESS)
             waiter = asyncio.create_task(client.result(job_id, timeout=120))
             first = await wait_running(client, job_id)
             pool.kill_worker(first.worker)
             second = await wait_running(client, job_id, attempts=2, timeout=30)
             pool.kill_worker(second.worker)
             with pytest.raises(JobFailed) as failed:
-                await waiter
+                await waiter  # (within the waiter's own 120 s: it fails at once)
             error = failed.value.error
             assert "worker running this job died" in error and "2 times" in error
             assert second.worker in error

@@ -63,11 +63,13 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from types import TracebackType
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import redis
 import redis.asyncio as aioredis
 from pydantic import BaseModel
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialWithJitterBackoff
 
 from engine.analysis import cached_exact
 from engine.connect4 import Connect4
@@ -76,6 +78,7 @@ from worker.contract import (
     AnalysisRequest,
     AnalysisResult,
     Event,
+    JobResult,
     JobState,
     MoveRequest,
     MoveResult,
@@ -179,16 +182,38 @@ class ServiceStatus(BaseModel):
 class JobClient:
     """Submit jobs, await their results, stream their progress, cancel them."""
 
-    def __init__(self, url: str | None = None, settings: Settings | None = None) -> None:
+    def __init__(
+        self,
+        url: str | None = None,
+        settings: Settings | None = None,
+        *,
+        max_connections: int | None = None,
+        pool_timeout: float = 5.0,
+    ) -> None:
+        """``max_connections``: bound the asyncio pool (a request then waits up to
+        ``pool_timeout`` s for a free connection, and gets ``redis.ConnectionError`` "No
+        connection available" past that); ``None``: redis-py's default pool."""
         self.settings = settings or get_settings()
         url = url or self.settings.redis_url
         if not url:
             raise ValueError("JobClient needs a Redis URL (REDIS_URL)")
         self.url = url
         timeout = self.settings.redis_socket_timeout_s
-        self.redis = aioredis.Redis.from_url(
-            url, decode_responses=True, socket_timeout=timeout, socket_connect_timeout=timeout
-        )
+        options: dict[str, Any] = {
+            "decode_responses": True,
+            "socket_timeout": timeout,
+            "socket_connect_timeout": timeout,
+        }
+        if max_connections is None:
+            self.redis = aioredis.Redis.from_url(url, **options)
+        else:
+            # The retry policy redis-py gives the pool it builds itself (a stale connection
+            # after a Redis restart is retried, not surfaced as an outage).
+            retry = Retry(ExponentialWithJitterBackoff(base=0.01, cap=1.0), 10)
+            pool = aioredis.BlockingConnectionPool.from_url(
+                url, max_connections=max_connections, timeout=pool_timeout, retry=retry, **options
+            )
+            self.redis = aioredis.Redis.from_pool(pool)  # owns it: aclose() closes the pool
         # For the rarer synchronous steps (cancel, expiry), run in a thread.
         self._sync = redis.Redis.from_url(
             url, socket_timeout=timeout, socket_connect_timeout=timeout
@@ -269,9 +294,7 @@ class JobClient:
         await self._await_done(job_id, timeout)
         return await self.status(job_id)
 
-    async def result(
-        self, job_id: str, timeout: float | None = None
-    ) -> AnalysisResult | MoveResult:
+    async def result(self, job_id: str, timeout: float | None = None) -> JobResult:
         """The job's result; raises :class:`JobFailed` or :class:`JobTimeout`."""
         state = await self.status(job_id)
         if state.status == "done" and state.result is not None:
@@ -368,10 +391,14 @@ class JobClient:
         running = await r.hgetall(keys.RUNNING)
         busy_workers = set(running.values())
         workers = []
+        seconds, micros = await r.time()
+        beats = await r.hgetall(keys.HEARTBEATS)
+        lease_ms = self.settings.worker_lease_s * 1000
         for raw_name, raw in (await r.hgetall(keys.WORKERS)).items():
             name = str(raw_name)
             info = json.loads(raw)
-            alive = bool(await r.exists(keys.alive(name)))
+            beat = beats.get(name)
+            alive = beat is not None and seconds * 1000 + micros // 1000 - int(beat) <= lease_ms
             workers.append(
                 WorkerStatus(
                     name=name,
@@ -436,7 +463,7 @@ class JobClient:
 
     async def _submit_and_wait(
         self, request: AnalysisRequest | MoveRequest, timeout: float | None
-    ) -> AnalysisResult | MoveResult:
+    ) -> JobResult:
         """Submit and await in two round trips: the job's final event is also pushed on a
         list of its own (``plybot:done:<id>``) that the submitter alone pops with BLPOP.
 

@@ -31,8 +31,11 @@ __all__ = [
     "LEVELS",
     "AnalysisRequest",
     "AnalysisResult",
+    "BookChunkRequest",
+    "BookChunkResult",
     "Event",
     "JobKind",
+    "JobResult",
     "JobState",
     "JobStatus",
     "Mode",
@@ -44,8 +47,8 @@ __all__ = [
 
 Mode = Literal["solve", "depth", "time"]
 JobStatus = Literal["queued", "running", "done", "failed"]
-JobKind = Literal["analysis", "move"]
-QueueName = Literal["interactive", "analysis"]
+JobKind = Literal["analysis", "move", "book"]
+QueueName = Literal["interactive", "analysis", "book"]
 #: The bot's levels (``engine.levels.LEVELS``), easiest first.
 LEVELS = ("easy", "medium", "hard", "perfect")
 Level = Literal["easy", "medium", "hard", "perfect"]
@@ -162,6 +165,47 @@ class MoveRequest(_PositionRequest):
         return deadline_ms
 
 
+class BookChunkRequest(BaseModel):
+    """A chunk of an opening book's layer to solve (:func:`engine.layer.chunks`).
+
+    Sent by ``plybot book build``, never by a stranger: it is not reachable
+    over HTTP. ``notations`` are the chunk's positions still unsolved, in order.
+    """
+
+    model_config = _STRICT
+
+    variant: str = Field(description="Connect Four board, `WxH`.")
+    plies: int = Field(ge=1, le=64, description="The layer's ply.")
+    size: int = Field(ge=1, description="Chunk size of the build (part of the build's name).")
+    index: int = Field(ge=0, description="The chunk's index in the layer.")
+    notations: list[str] = Field(max_length=100_000)
+
+    @field_validator("variant")
+    @classmethod
+    def _board(cls, variant: str) -> str:
+        from engine.connect4 import Connect4
+
+        Connect4.parse_variant(variant)
+        return variant
+
+
+class BookChunkResult(BaseModel):
+    """Solved lines of a chunk, ``<moves> <score> <best>`` (:class:`engine.book.BookLine`).
+
+    ``complete`` is False when the worker stopped early to serve a bot move or
+    an analysis: ``lines`` then hold the positions solved so far, and the
+    builder sends the rest again.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    lines: list[str]
+    complete: bool
+    time_ms: float = 0.0
+    cache: Literal["hit", "miss"] = "miss"
+    worker: str = ""
+
+
 class Progress(BaseModel):
     """One completed search depth (or, for an exact solve, one narrowing of the score window)."""
 
@@ -173,6 +217,11 @@ class Progress(BaseModel):
     pv: list[str] = Field(default_factory=list)
     nodes: int = 0
     time_ms: float = 0.0
+    bounds: dict[str, tuple[int, int]] | None = Field(
+        None,
+        description="An exact analysis of every move under way: each move's proven "
+        "`[lower, upper]` so far (equal once that move is solved).",
+    )
 
 
 class AnalysisResult(BaseModel):
@@ -195,7 +244,18 @@ class AnalysisResult(BaseModel):
         description="Name of the worker that answered; `cache` when the shared cache answered "
         "the request exactly at submission."
     )
-    note: str = ""
+    note: str = Field("", description="Why a figure is not exact, in words, when it is not.")
+    lower: int | None = Field(
+        None, description="Proven lower bound of the exact score (when the solver ran)."
+    )
+    upper: int | None = Field(
+        None, description="Proven upper bound of the exact score (when the solver ran)."
+    )
+    bounds: dict[str, tuple[int, int]] | None = Field(
+        None,
+        description="Each move's proven `[lower, upper]` (exact units): equal for a move "
+        "solved exactly; where they differ, `moves` holds an estimate within them.",
+    )
 
     @classmethod
     def of(cls, board: Game, analysis: Analysis, worker: str) -> AnalysisResult:
@@ -216,6 +276,11 @@ class AnalysisResult(BaseModel):
             cache="hit" if analysis.cache_hit else "miss",
             worker=worker,
             note=analysis.note,
+            lower=analysis.lower,
+            upper=analysis.upper,
+            bounds=None
+            if analysis.bounds is None
+            else {board.move_name(m): b for m, b in sorted(analysis.bounds.items())},
         )
 
 
@@ -235,15 +300,18 @@ class MoveResult(BaseModel):
     note: str = ""
 
 
+JobResult = AnalysisResult | MoveResult | BookChunkResult
+
+
 class JobState(BaseModel):
     """What is known of a job now: what the API's ``GET /v1/analyses/{id}`` is built from."""
 
     id: str
     kind: JobKind
     status: JobStatus
-    request: AnalysisRequest | MoveRequest
+    request: AnalysisRequest | MoveRequest | BookChunkRequest
     progress: Progress | None = Field(None, description="The latest progress event.")
-    result: AnalysisResult | MoveResult | None = None
+    result: AnalysisResult | MoveResult | BookChunkResult | None = None
     error: str | None = Field(None, description="Why the job failed (status `failed`).")
     worker: str | None = None
     attempts: int = Field(0, description="Times a worker started the job.")
@@ -263,5 +331,5 @@ class Event(BaseModel):
     job_id: str
     seq: int = Field(0, description="Index of a progress event in the job's run (0, 1, ...).")
     progress: Progress | None = None
-    result: AnalysisResult | MoveResult | None = None
+    result: AnalysisResult | MoveResult | BookChunkResult | None = None
     error: str | None = None

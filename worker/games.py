@@ -21,10 +21,12 @@ way for every front-end); a session records the job while the bot thinks
 
 Storage: one JSON string per game (``plybot:game:{id}``) and two sorted sets of
 game ids by last activity, ``plybot:games:ongoing`` (for inactivity timeouts)
-and ``plybot:games:finished``. Game keys carry no TTL, so a Redis run with
+and ``plybot:games:finished``. Ongoing games' keys carry no TTL, so a Redis run with
 ``maxmemory-policy volatile-lru`` (as ``plybot up`` runs it) evicts cache
-entries, never games; :meth:`GameStore.purge` deletes long-idle and long-finished
-games instead, so abandoned games do not pile up.
+entries, never a game in play; :meth:`GameStore.purge` deletes long-idle and
+long-finished games, so abandoned games do not pile up. A store given
+``finished_ttl_s`` also sets that TTL on finished games' keys (nothing needs
+them any more, so they may expire, or be evicted first under memory pressure).
 """
 
 from __future__ import annotations
@@ -121,6 +123,7 @@ class GameSession(BaseModel):
     winner: int | None = None
     pending: Pending | None = None
     last_bot_move: BotMove | None = None
+    takebacks: int = Field(default=0, description="Moves taken back (games against the bot).")
     version: int = 0
     created_at: float = 0.0
     updated_at: float = 0.0
@@ -230,6 +233,26 @@ class GameSession(BaseModel):
         played = self._push(info.move, now)
         return played.model_copy(update={"last_bot_move": info})
 
+    def take_back(self, player: str, *, now: float | None = None) -> Self:
+        """``player`` takes back their last move, and the bot's reply to it; counted.
+
+        Only in a game against the bot, while it is ongoing and ``player``'s turn
+        (the bot has replied), once ``player`` has moved. Raises
+        :class:`GameTurnError` saying which condition fails.
+        """
+        self._require_turn(player)
+        if BOT not in self.players:
+            raise GameTurnError(f"game {self.id}: moves are taken back only against the bot")
+        # My turn: the last move is the bot's reply, the one before it mine (if any).
+        if self.ply < 2:
+            raise GameTurnError(f"game {self.id}: you have no move to take back")
+        position = new_game(self.game, "", self.variant)
+        for move in self.moves[:-2]:
+            position.push(position.parse_move(move))
+        now = time.time() if now is None else now
+        taken = self._with_position(position, now)
+        return taken.model_copy(update={"last_bot_move": None, "takebacks": self.takebacks + 1})
+
     def resign(self, player: str, *, now: float | None = None) -> Self:
         """``player`` resigns; the other player wins."""
         return self._end(player, GameStatus.RESIGNED, now)
@@ -318,9 +341,14 @@ class GameStore:
 
     RETRIES = 20
 
-    def __init__(self, redis: Redis, *, prefix: str = "plybot:") -> None:
+    def __init__(
+        self, redis: Redis, *, prefix: str = "plybot:", finished_ttl_s: float | None = None
+    ) -> None:
+        """``finished_ttl_s``: a finished game's key expires this long after its end (a
+        retention limit that holds even where no :meth:`purge` runs); ``None``: never."""
         self.redis = redis
         self.prefix = prefix
+        self.finished_ttl_s = finished_ttl_s
 
     def key(self, game_id: str) -> str:
         return f"{self.prefix}game:{game_id}"
@@ -384,6 +412,10 @@ class GameStore:
         """``player`` plays ``move`` in game ``game_id`` (see :meth:`GameSession.play`)."""
         return await self.update(game_id, lambda s: s.play(player, move))
 
+    async def take_back(self, game_id: str, player: str) -> GameSession:
+        """``player`` takes back a move in game ``game_id`` (see :meth:`GameSession.take_back`)."""
+        return await self.update(game_id, lambda s: s.take_back(player))
+
     async def resign(self, game_id: str, player: str) -> GameSession:
         return await self.update(game_id, lambda s: s.resign(player))
 
@@ -420,7 +452,8 @@ class GameStore:
         return [i.decode() if isinstance(i, bytes) else str(i) for i in found]
 
     def _write(self, pipe: Any, session: GameSession) -> None:
-        pipe.set(self.key(session.id), session.model_dump_json())
+        ttl = None if session.ongoing or not self.finished_ttl_s else int(self.finished_ttl_s)
+        pipe.set(self.key(session.id), session.model_dump_json(), ex=ttl)
         live, done = (
             (self.ongoing_key, self.finished_key)
             if session.ongoing

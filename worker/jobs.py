@@ -14,7 +14,9 @@ timeout for a depth search), so no request can keep a worker busy without bound.
 
 from __future__ import annotations
 
+import json
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +24,17 @@ from typing import Any
 from engine.cache import PositionCache
 from engine.connect4 import Connect4
 from engine.game import Game
-from worker.contract import AnalysisRequest, AnalysisResult, MoveRequest, MoveResult, Progress
+from worker import keys
+from worker.backoff import is_transient
+from worker.contract import (
+    AnalysisRequest,
+    AnalysisResult,
+    BookChunkRequest,
+    BookChunkResult,
+    MoveRequest,
+    MoveResult,
+    Progress,
+)
 from worker.jobstore import JobStore
 from worker.settings import Settings, get_settings
 
@@ -30,9 +42,13 @@ __all__ = [
     "JobCanceled",
     "JobContext",
     "JobDropped",
+    "JobPreempted",
     "analysis_job",
+    "book_chunk_job",
     "clear_tables",
+    "interrupt",
     "move_job",
+    "table_bytes",
     "warm_up",
 ]
 
@@ -43,6 +59,10 @@ class JobCanceled(Exception):
 
 class JobDropped(Exception):
     """A bot move that waited in the queue past its time-to-live."""
+
+
+class JobPreempted(Exception):
+    """A bot move waits and every worker is busy: this analysis goes back to its queue."""
 
 
 @dataclass
@@ -61,11 +81,22 @@ class JobContext:
     last_flush: float = field(default_factory=time.monotonic)
 
     def flush(self) -> None:
-        """Publish the buffered progress events; raise :class:`JobCanceled` if asked to."""
+        """Publish the buffered progress events; raise :class:`JobCanceled` if asked to.
+
+        While Redis is unavailable the events stay buffered (sent by a later flush,
+        or with the result) and the search goes on.
+        """
         if not self.pending:
             return
         steps, self.pending = self.pending, []
-        canceled = self.store.publish_progress(self.job_id, self.seq, steps)
+        try:
+            canceled = self.store.publish_progress(self.job_id, self.seq, steps)
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            self.pending = steps + self.pending
+            self.last_flush = time.monotonic()
+            return
         self.seq += len(steps)
         self.last_flush = time.monotonic()
         if canceled:
@@ -75,25 +106,63 @@ class JobContext:
 #: Set by the worker around each job (one job at a time per process).
 current: JobContext | None = None
 
-#: The process's Connect Four solvers, one per board size: their tables outlive the jobs.
-_solvers: dict[tuple[int, int], Any] = {}
+#: The process's Connect Four solvers, one per board size, least recently used first:
+#: their tables outlive the jobs, and together stay within ``worker_table_mb``.
+_solvers: OrderedDict[tuple[int, int], Any] = OrderedDict()
+
+
+def _table_bytes_for(width: int, height: int, settings: Settings) -> int:
+    """The table a board size gets: ``solver_table_mb``, less for a small board.
+
+    A board of ``c`` cells has fewer than ``2**c`` positions worth keeping apart;
+    16 bytes per 2-slot bucket make ``2**(c + 4)`` bytes plenty. Never more than
+    the worker's whole budget less the solver's fixed near-end region.
+    """
+    from engine.solver.table import NEAR_END_BYTES
+
+    budget = (settings.worker_table_mb << 20) - NEAR_END_BYTES
+    return max(1 << 16, min(settings.solver_table_mb << 20, 1 << (width * height + 4), budget))
 
 
 def _solver(board: Game, cache: PositionCache | None) -> Any:
-    """This process's solver for a Connect Four board (``None`` for other games)."""
+    """This process's solver for a Connect Four board (``None`` for other games).
+
+    Solvers of other sizes are dropped, least recently used first, until the new
+    one's table fits in ``worker_table_mb`` with the others'.
+    """
     if not isinstance(board, Connect4):
         return None
     size = (board.width, board.height)
     solver = _solvers.get(size)
-    if solver is None or solver.cache is not cache:
-        from engine.book import shipped_book
-        from engine.solver import Solver
+    if solver is not None and solver.cache is cache:
+        _solvers.move_to_end(size)
+        return solver
+    from engine.book import shipped_book
+    from engine.solver import Solver
+    from engine.solver.table import NEAR_END_BYTES
 
-        table_bytes = _settings().solver_table_mb << 20
-        book = shipped_book(*size)
-        solver = _solvers[size] = Solver(*size, table_bytes=table_bytes, cache=cache, book=book)
-        solver.warm_up()
+    settings = _settings()
+    _solvers.pop(size, None)
+    wanted = _table_bytes_for(*size, settings)
+    budget = settings.worker_table_mb << 20
+    while _solvers and table_bytes() + wanted + NEAR_END_BYTES > budget:
+        _solvers.popitem(last=False)  # its table is unmapped once the solver is dropped
+    book = shipped_book(*size)
+    solver = _solvers[size] = Solver(*size, table_bytes=wanted, cache=cache, book=book)
+    solver.warm_up()
     return solver
+
+
+def table_bytes() -> int:
+    """Bytes of this process's solver tables."""
+    return sum(solver.table_bytes for solver in _solvers.values())
+
+
+def interrupt() -> None:
+    """Make a running compiled search return now (from another thread); it reports an
+    incomplete result, and the caller's interrupt (cancel, preemption) takes over."""
+    for solver in list(_solvers.values()):
+        solver.interrupt()
 
 
 def _settings() -> Settings:
@@ -120,6 +189,9 @@ def _on_progress(board: Game) -> Callable[[Any], None] | None:
                 pv=[board.move_name(m) for m in step.pv],
                 nodes=step.nodes,
                 time_ms=round(step.time_ms, 3),
+                bounds=None
+                if step.bounds is None
+                else {board.move_name(m): b for m, b in sorted(step.bounds.items())},
             )
         )
         if time.monotonic() - context.last_flush >= PROGRESS_INTERVAL_S:
@@ -142,6 +214,19 @@ def analysis_job(request: dict[str, Any]) -> dict[str, Any]:
         deadline = now + settings.analysis_timeout_s * 0.9
     cache = current.cache if current is not None else None
     solver = _solver(board, cache)
+    if (
+        req.mode == "solve"
+        and req.moves == "all"
+        and isinstance(board, Connect4)
+        and settings.split_analyses
+        and current is not None
+        and current.job_id
+    ):
+        from worker.split import split_analysis
+
+        split = split_analysis(board, solver, current, deadline)
+        if split is not None:
+            return AnalysisResult.of(board, split, current.worker).model_dump(mode="json")
     analysis = analyze(
         board,
         mode=req.mode,
@@ -192,6 +277,87 @@ def move_job(request: dict[str, Any]) -> dict[str, Any]:
         note=choice.note,
     )
     return result.model_dump(mode="json")
+
+
+#: The process's solver for book chunks: a large table, no cache, no book (a book is the
+#: solver's own work), kept from chunk to chunk (neighbouring chunks share subtrees).
+_book_solver: dict[tuple[int, int], Any] = {}
+
+
+def book_chunk_job(request: dict[str, Any]) -> dict[str, Any]:
+    """Solve a chunk of a book layer (a :class:`BookChunkRequest`); a :class:`BookChunkResult`.
+
+    Solves one position at a time and stops early (``complete`` False, the
+    lines so far) when a bot move or an analysis waits, so book work never
+    holds a worker from them for longer than one position. The lines are also
+    kept in the build's results hash, so a builder that was not there to read
+    the result finds them when it starts again.
+    """
+    from engine.book import BookLine
+    from engine.connect4 import Connect4
+    from engine.layer import solve_chunk
+    from engine.solver import Solver
+
+    req = BookChunkRequest.model_validate(request)
+    width, height = Connect4.parse_variant(req.variant)
+    start = time.monotonic()
+    build = keys.book_results(req.variant, req.plies, req.size)
+    connection = current.store.redis if current is not None and current.job_id else None
+    if connection is not None:
+        # Solved already (a builder that looked before this chunk was done sends it again):
+        # the same lines, no search.
+        known = connection.hget(build, str(req.index))
+        if known is not None:
+            return BookChunkResult(
+                lines=json.loads(known), complete=True, worker=_worker_name()
+            ).model_dump(mode="json")
+    # One board size at a time: another size's table goes before this one is made.
+    solver = _book_solver.get((width, height))
+    if solver is None:
+        _book_solver.clear()
+        table_bytes = _settings().book_table_mb << 20
+        solver = _book_solver[(width, height)] = Solver(width, height, table_bytes=table_bytes)
+    lines: list[BookLine] = []
+    waiting = _other_work_waiting()
+    for notation in req.notations:
+        lines += solve_chunk(solver, [notation])
+        if waiting is not None and waiting():
+            break
+    texts = [line.text() for line in lines]
+    complete = len(texts) == len(req.notations)
+    if connection is not None and current is not None:
+        field = str(req.index) if complete else f"{req.index}:{current.job_id}"
+        with connection.pipeline(transaction=False) as pipe:
+            pipe.hset(build, field, json.dumps(texts))
+            pipe.hincrby(keys.STATS, "book_positions_solved", len(texts))
+            pipe.execute()
+    result = BookChunkResult(
+        lines=texts,
+        complete=complete,
+        time_ms=round((time.monotonic() - start) * 1000, 3),
+        worker=_worker_name(),
+    )
+    return result.model_dump(mode="json")
+
+
+def _worker_name() -> str:
+    return current.worker if current is not None else ""
+
+
+def _other_work_waiting() -> Callable[[], bool] | None:
+    """A check that a bot move or an analysis waits in its queue (``None`` outside a worker)."""
+    if current is None:
+        return None
+    connection = current.store.redis
+    queues = [keys.rq_queue(q) for q in keys.QUEUES if q != "book"]
+
+    def waiting() -> bool:
+        with connection.pipeline(transaction=False) as pipe:
+            for queue in queues:
+                pipe.llen(queue)
+            return any(pipe.execute())
+
+    return waiting
 
 
 def clear_tables() -> None:

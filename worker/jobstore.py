@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import time
 import uuid
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from typing import Any
 
 import redis
 from rq import Queue
+from rq import __version__ as rq_version
 from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 from rq.utils import now as rq_now
@@ -33,6 +35,8 @@ from worker import keys
 from worker.contract import (
     AnalysisRequest,
     AnalysisResult,
+    BookChunkRequest,
+    BookChunkResult,
     Event,
     JobState,
     MoveRequest,
@@ -45,13 +49,42 @@ __all__ = ["JobStore", "Started", "job_state_from_hash"]
 
 log = logging.getLogger(__name__)
 
+#: A job recorded as running on a live worker that does not hold it, for this long, is
+#: an orphan (its finish was lost with Redis's last writes): see ``_BEAT``.
+ORPHAN_AFTER_S = 5.0
+
 ANALYSIS_FUNC = "worker.jobs.analysis_job"
 MOVE_FUNC = "worker.jobs.move_job"
+BOOK_FUNC = "worker.jobs.book_chunk_job"
+
+Request = AnalysisRequest | MoveRequest | BookChunkRequest
+#: Per kind of job: its request and result models.
+MODELS: dict[str, tuple[type[Request], type[AnalysisResult | MoveResult | BookChunkResult]]] = {
+    "analysis": (AnalysisRequest, AnalysisResult),
+    "move": (MoveRequest, MoveResult),
+    "book": (BookChunkRequest, BookChunkResult),
+}
+
+# Lua, inlined in the scripts below: end run ``run`` of job ``id`` (a worker's, on
+# ``queue``) in RQ's own records, RQ's StartedJobRegistry (``rq:wip:<queue>``, member
+# ``<id>:<run>``) and its execution (``rq:execution:<id>:<run>``, indexed in
+# ``rq:worker:<worker>:executions``), so that RQ's tools stop showing it as executing.
+_RQ_END_RUN = """
+do
+  local composite = id .. ':' .. run
+  redis.call('ZREM', 'rq:wip:' .. queue, composite)
+  redis.call('DEL', 'rq:execution:' .. composite)
+  if worker and worker ~= '' then
+    redis.call('SREM', 'rq:worker:' .. worker .. ':executions', composite)
+  end
+end
+"""
 
 # Finish a job once: only from queued/running, and (when ARGV[1] is set) only by
 # the worker that holds it, so a job run again after a presumed death cannot be
 # answered twice.
-_FINISH = """
+_FINISH = (
+    """
 -- the cache's counts (ARGV[13], ARGV[14]) are counted even if this run lost the job
 if KEYS[10] ~= '' then
   if ARGV[13] ~= '0' then redis.call('HINCRBY', KEYS[10], 'hits', ARGV[13]) end
@@ -82,11 +115,27 @@ if redis.call('EXISTS', KEYS[7]) == 1 then
   redis.call('HSET', KEYS[7], 'status', ARGV[9], 'ended_at', ARGV[10])
   redis.call('EXPIRE', KEYS[7], ARGV[6])
 end
+-- RQ's registries and worker record, for RQ's own tools (rq info, rq-dashboard): out of
+-- StartedJobRegistry (rq:wip:<queue>, member <id>:<run>), into FinishedJobRegistry or
+-- FailedJobRegistry (scored by expiry: ended_at ARGV[5] + result TTL ARGV[6])
+local fields = redis.call('HMGET', KEYS[1], 'queue', 'attempts', 'worker')
+local id, queue, run, worker = ARGV[8], fields[1] or 'analysis', fields[2] or '0', fields[3]
+"""
+    + _RQ_END_RUN
+    + """
+local registry = ARGV[2] == 'done' and 'rq:finished:' or 'rq:failed:'
+redis.call('ZADD', registry .. queue, tonumber(ARGV[5]) + tonumber(ARGV[6]), ARGV[8])
+if ARGV[1] ~= '' and redis.call('EXISTS', 'rq:worker:' .. ARGV[1]) == 1 then
+  local count = ARGV[2] == 'done' and 'successful_job_count' or 'failed_job_count'
+  redis.call('HINCRBY', 'rq:worker:' .. ARGV[1], count, 1)
+  redis.call('HSET', 'rq:worker:' .. ARGV[1], 'state', 'idle', 'current_job', '')
+end
 redis.call('PUBLISH', KEYS[3], ARGV[7])
 redis.call('RPUSH', KEYS[9], ARGV[7])
 redis.call('EXPIRE', KEYS[9], 60)
 return 1
 """
+)
 
 # Enqueue a job, or return the id of an identical analysis in flight: {id, status}
 # (counting one more requester of it). KEYS: dedupe key ('' for none), our record,
@@ -162,7 +211,106 @@ redis.call('HSET', KEYS[2], ARGV[3], ARGV[1])
 redis.call('ZREM', KEYS[5], ARGV[3])
 redis.call('DEL', KEYS[3])
 redis.call('HSET', KEYS[4], 'status', 'started', 'started_at', ARGV[4], 'worker_name', ARGV[1])
+-- RQ's StartedJobRegistry (never expiring: our reaper, not RQ's cleanup, judges a death)
+-- and RQ's worker record, so that `rq info` shows the job executing on its worker
+local queue = redis.call('HGET', KEYS[1], 'queue') or 'analysis'
+local composite = ARGV[3] .. ':' .. attempts
+redis.call('ZADD', 'rq:wip:' .. queue, 'inf', composite)
+redis.call('HSET', 'rq:execution:' .. composite, 'id', attempts, 'job_id', ARGV[3],
+  'created_at', ARGV[2], 'last_heartbeat', ARGV[2], 'worker_name', ARGV[1])
+redis.call('SADD', 'rq:worker:' .. ARGV[1] .. ':executions', composite)
+if redis.call('EXISTS', 'rq:worker:' .. ARGV[1]) == 1 then
+  redis.call('HSET', 'rq:worker:' .. ARGV[1], 'state', 'busy', 'current_job', ARGV[3])
+end
 return {attempts, unpack(redis.call('HMGET', KEYS[1], 'kind', 'request', 'enqueued_at', 'dedupe'))}
+"""
+
+# A worker's heartbeat, stamped with Redis's own clock (no TTL: the lease cannot be
+# evicted, and no host's clock matters). It also gives back the worker's orphans:
+# jobs recorded as running on it that it no longer holds (their finish was lost
+# when Redis restarted from a file missing its last writes), started before ARGV[4]
+# (the worker's own clock, which stamped started_at), uncounted, to the front of
+# their queue. KEYS: heartbeats hash, workers hash, running hash, waiting set.
+# ARGV: worker name, its info as JSON, the job in hand ('' for none), the cutoff,
+# now, now in RQ's format, TTL of RQ's record, then RQ's record as field/value pairs.
+# Returns {Redis's time in ms, orphans given back}.
+_BEAT = (
+    """
+local t = redis.call('TIME')
+local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('HSET', KEYS[1], ARGV[1], ms)
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+-- RQ's worker record (rq:worker:<name>, in rq:workers and rq:workers:<queue>), for
+-- RQ's tools only: it expires with the lease (ARGV[7]: seconds), and ARGV[8..] are
+-- its fields as pairs; the first beat (birth) writes them all, later ones the time.
+local worker = 'rq:worker:' .. ARGV[1]
+if redis.call('EXISTS', worker) == 0 then
+  redis.call('HSET', worker, unpack(ARGV, 8, #ARGV))
+  redis.call('SADD', 'rq:workers', worker)
+  for queue in string.gmatch(redis.call('HGET', worker, 'queues'), '[^,]+') do
+    redis.call('SADD', 'rq:workers:' .. queue, worker)
+  end
+end
+redis.call('HSET', worker, 'last_heartbeat', ARGV[6])
+redis.call('EXPIRE', worker, ARGV[7])
+local orphans = 0
+local running = redis.call('HGETALL', KEYS[3])
+for i = 1, #running, 2 do
+  local id = running[i]
+  if running[i + 1] == ARGV[1] and id ~= ARGV[3] then
+    local job = 'plybot:job:' .. id
+    local fields = redis.call('HMGET', job, 'status', 'started_at', 'queue')
+    if fields[1] == 'running' and tonumber(fields[2] or '0') < tonumber(ARGV[4]) then
+      redis.call('HDEL', KEYS[3], id)
+      local run, queue, worker = redis.call('HINCRBY', job, 'attempts', -1) + 1, fields[3], ARGV[1]
+      """
+    + _RQ_END_RUN
+    + """
+      redis.call('HSET', job, 'status', 'queued', 'worker', '')
+      redis.call('HSET', 'rq:job:' .. id, 'status', 'queued')
+      redis.call('LPUSH', 'rq:queue:' .. fields[3], id)
+      redis.call('ZADD', KEYS[4], ARGV[5], id)
+      orphans = orphans + 1
+    elseif fields[1] ~= 'running' and fields[1] ~= 'queued' then
+      redis.call('HDEL', KEYS[3], id)
+    end
+  end
+end
+return {ms, orphans}
+"""
+)
+
+# Give back a job this worker runs, without counting the run (preempted by a bot
+# move): to the front of its queue. KEYS: our record, running hash, RQ's record,
+# RQ's queue, waiting set, stats. ARGV: worker, job id, now. 1 if given back.
+_RELEASE = (
+    """
+if redis.call('HGET', KEYS[2], ARGV[2]) ~= ARGV[1] then return 0 end
+redis.call('HDEL', KEYS[2], ARGV[2])
+if redis.call('HGET', KEYS[1], 'status') ~= 'running' then return 0 end
+local id, run, worker = ARGV[2], redis.call('HINCRBY', KEYS[1], 'attempts', -1) + 1, ARGV[1]
+local queue = redis.call('HGET', KEYS[1], 'queue')
+"""
+    + _RQ_END_RUN
+    + """
+redis.call('HSET', KEYS[1], 'status', 'queued', 'worker', '')
+redis.call('HSET', KEYS[3], 'status', 'queued')
+redis.call('LPUSH', KEYS[4], ARGV[2])
+redis.call('ZADD', KEYS[5], ARGV[3], ARGV[2])
+redis.call('HINCRBY', KEYS[6], 'preempted', 1)
+return 1
+"""
+)
+
+# Take the first waiting job of a queue if it has waited since ARGV[1] or before
+# (so a free worker, which takes it at once, always comes first). KEYS: RQ's queue,
+# waiting set. Returns the job id or nil.
+_TAKE_WAITING = """
+local head = redis.call('LINDEX', KEYS[1], 0)
+if not head then return false end
+local since = redis.call('ZSCORE', KEYS[2], head)
+if since and tonumber(since) > tonumber(ARGV[1]) then return false end
+return redis.call('LPOP', KEYS[1])
 """
 
 
@@ -193,8 +341,7 @@ def job_state_from_hash(job_id: str, raw: dict) -> JobState | None:
         return None
     fields: dict[str, str] = {str(_text(k)): str(_text(v)) for k, v in raw.items()}
     kind = fields["kind"]
-    request_cls = AnalysisRequest if kind == "analysis" else MoveRequest
-    result_cls = AnalysisResult if kind == "analysis" else MoveResult
+    request_cls, result_cls = MODELS[kind]
 
     def number(name: str) -> float | None:
         value = fields.get(name)
@@ -230,6 +377,9 @@ class JobStore:
         self._submit = connection.register_script(SUBMIT)
         self._withdraw = connection.register_script(_WITHDRAW)
         self._answered = connection.register_script(_ANSWERED)
+        self._beat = connection.register_script(_BEAT)
+        self._release = connection.register_script(_RELEASE)
+        self._take_waiting = connection.register_script(_TAKE_WAITING)
 
     def queue(self, name: str) -> Queue:
         queue = self._queues.get(name)
@@ -241,7 +391,7 @@ class JobStore:
 
     # -- requester side ----------------------------------------------------------
 
-    def prepare_submit(self, request: AnalysisRequest | MoveRequest) -> tuple[list[str], list[Any]]:
+    def prepare_submit(self, request: Request) -> tuple[list[str], list[Any]]:
         """The keys and arguments of the submit script for ``request`` (no I/O).
 
         The RQ job is built by RQ (``Job.create``, ``to_dict``): its record is
@@ -253,10 +403,19 @@ class JobStore:
             kind, queue_name, func = "analysis", "analysis", ANALYSIS_FUNC
             timeout = settings.analysis_timeout_s
             dedupe_key = keys.dedupe(request.dedupe_key())
+            description = f"analysis {request.game} '{request.position}'"
+        elif isinstance(request, BookChunkRequest):
+            kind, queue_name, func = "book", "book", BOOK_FUNC
+            timeout = settings.book_timeout_s
+            # A builder started again while a chunk is in flight joins that job.
+            build = keys.book_results(request.variant, request.plies, request.size)
+            dedupe_key = keys.dedupe(f"{build}:{request.index}")
+            description = f"book {request.variant} ply {request.plies} chunk {request.index}"
         else:
             kind, queue_name, func = "move", "interactive", MOVE_FUNC
             timeout = settings.interactive_timeout_s
             dedupe_key = ""
+            description = f"move {request.game} '{request.position}'"
         rq_job = Job.create(
             func,
             args=[request.model_dump(mode="json")],
@@ -266,7 +425,7 @@ class JobStore:
             timeout=timeout,
             result_ttl=settings.result_ttl_s,
             failure_ttl=settings.result_ttl_s,
-            description=f"{kind} {request.game} '{request.position}'",
+            description=description,
             status=JobStatus.QUEUED,
             origin=queue_name,
         )
@@ -283,7 +442,7 @@ class JobStore:
         }
         rq_record = {**rq_job.to_dict(), "status": JobStatus.QUEUED.value}
         # Held while the job is in flight; the TTL only guards against a lost job record.
-        hold = settings.analysis_timeout_s * (settings.job_max_attempts + 1) + 60
+        hold = timeout * (settings.job_max_attempts + 1) + 60
         args: list[Any] = [job_id, hold, len(record)]
         for item in record.items():
             args += item
@@ -302,7 +461,7 @@ class JobStore:
         ]
         return script_keys, args
 
-    def submit(self, request: AnalysisRequest | MoveRequest) -> str:
+    def submit(self, request: Request) -> str:
         """Enqueue ``request`` in one round trip; its job id (an identical in-flight
         analysis's id, if any)."""
         script_keys, args = self.prepare_submit(request)
@@ -460,6 +619,100 @@ class JobStore:
             dedupe=_text(dedupe) or "",
         )
 
+    def beat(self, worker: str, info: dict[str, Any], in_hand: str | None) -> int:
+        """Record ``worker``'s heartbeat (and its ``info``); the orphans it gave back.
+
+        Only the worker itself calls this, from its own process: a stopped or
+        hung process stops beating, and its jobs are reclaimed. ``in_hand``: the
+        job it holds (from its pop to its finish), so that any other job recorded
+        as running on it, started more than ``ORPHAN_AFTER_S`` ago, is an orphan.
+        """
+        now = time.time()
+        stamp = utcformat(rq_now())
+        record = {  # RQ's worker record (``Worker.serialize``), as ``rq info`` reads it
+            "birth": stamp,
+            "queues": ",".join(info.get("queues", [])),
+            "pid": info.get("pid", ""),
+            "hostname": info.get("host", ""),
+            "ip_address": "",
+            "version": rq_version,
+            "python_version": sys.version,
+            "state": "busy" if in_hand else "idle",
+            "current_job": in_hand or "",
+        }
+        args: list[Any] = [worker, json.dumps(info), in_hand or "", repr(now - ORPHAN_AFTER_S)]
+        args += [repr(now), stamp, int(self.settings.worker_lease_s * 2) + 1]
+        for item in record.items():
+            args += item
+        _ms, orphans = self._beat(
+            keys=[keys.HEARTBEATS, keys.WORKERS, keys.RUNNING, keys.WAITING], args=args
+        )
+        return int(orphans)
+
+    def heartbeats(self) -> tuple[int, dict[str, int]]:
+        """Redis's time in ms and every worker's last heartbeat, in one round trip."""
+        with self.redis.pipeline(transaction=False) as pipe:
+            pipe.time()
+            pipe.hgetall(keys.HEARTBEATS)
+            (seconds, micros), beats = pipe.execute()
+        now = int(seconds) * 1000 + int(micros) // 1000
+        return now, {str(_text(k)): int(v) for k, v in beats.items()}
+
+    def alive_workers(self) -> set[str]:
+        """Workers whose heartbeat is younger than ``worker_lease_s`` (by Redis's clock)."""
+        now, beats = self.heartbeats()
+        lease_ms = self.settings.worker_lease_s * 1000
+        return {name for name, beat in beats.items() if now - beat <= lease_ms}
+
+    def forget_worker(self, worker: str) -> None:
+        """Drop a worker that stopped or died: its heartbeat (its jobs are then reclaimable),
+        and its record in RQ's worker registry."""
+        record = f"rq:worker:{worker}"
+        queues = _text(self.redis.hget(record, "queues")) or ""
+        with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hdel(keys.HEARTBEATS, worker)
+            pipe.hdel(keys.WORKERS, worker)
+            pipe.srem("rq:workers", record)
+            for queue in filter(None, queues.split(",")):
+                pipe.srem(f"rq:workers:{queue}", record)
+            pipe.delete(record)
+            pipe.execute()
+
+    def release(self, job_id: str, worker: str) -> bool:
+        """Put a job ``worker`` runs back at the front of its queue, its run not counted."""
+        queue_name = _text(self.redis.hget(keys.job(job_id), "queue")) or "analysis"
+        return bool(
+            self._release(
+                keys=[
+                    keys.job(job_id),
+                    keys.RUNNING,
+                    _rq_job(job_id),
+                    keys.rq_queue(queue_name),
+                    keys.WAITING,
+                    keys.STATS,
+                ],
+                args=[worker, job_id, repr(time.time())],
+            )
+        )
+
+    def watch(self, job_id: str, take_from: str | None, waited_s: float) -> tuple[bool, str | None]:
+        """One round trip for a running job: (cancel requested, a job taken from ``take_from``).
+
+        A job is taken from queue ``take_from`` only if it has waited ``waited_s``
+        or more (a free worker would have taken it by then).
+        """
+        with self.redis.pipeline(transaction=False) as pipe:
+            pipe.exists(keys.cancel(job_id))
+            if take_from is not None:
+                self._take_waiting(
+                    keys=[keys.rq_queue(take_from), keys.WAITING],
+                    args=[repr(time.time() - waited_s)],
+                    client=pipe,
+                )
+            replies = pipe.execute()
+        taken = _text(replies[1]) if take_from is not None else None
+        return bool(replies[0]), taken
+
     def publish_progress(self, job_id: str, first_seq: int, steps: list[Progress]) -> bool:
         """Publish progress events ``first_seq, first_seq + 1, ...`` in one round trip.
 
@@ -486,7 +739,7 @@ class JobStore:
     def finish(
         self,
         job_id: str,
-        result: AnalysisResult | MoveResult | None,
+        result: AnalysisResult | MoveResult | BookChunkResult | None,
         *,
         error: str | None = None,
         worker: str = "",
@@ -550,13 +803,28 @@ class JobStore:
 
     def requeue(self, job_id: str) -> None:
         """Put a job whose worker died back at the front of its queue (status ``queued``)."""
-        queue_name = _text(self.redis.hget(keys.job(job_id), "queue")) or "analysis"
+        queue, attempts, worker = self.redis.hmget(keys.job(job_id), "queue", "attempts", "worker")
+        queue_name = _text(queue) or "analysis"
+        run = f"{job_id}:{_text(attempts) or 0}"  # RQ's records of the run end (_RQ_END_RUN)
         with self.redis.pipeline() as pipe:
+            pipe.zrem(f"rq:wip:{queue_name}", run)
+            pipe.delete(f"rq:execution:{run}")
+            pipe.srem(f"rq:worker:{_text(worker)}:executions", run)
             pipe.hset(keys.job(job_id), mapping={"status": "queued", "worker": ""})
             pipe.hset(_rq_job(job_id), "status", "queued")
             pipe.hincrby(keys.STATS, "requeued", 1)
             pipe.lpush(keys.rq_queue(queue_name), job_id)
             pipe.zadd(keys.WAITING, {job_id: time.time()})
+            pipe.execute()
+
+    def trim_registries(self) -> None:
+        """Drop expired entries of RQ's Finished and Failed registries (scored by expiry), as
+        RQ's own cleanup would: they are kept for RQ's tools, never past the result TTL."""
+        now = time.time()
+        with self.redis.pipeline(transaction=False) as pipe:
+            for queue in keys.QUEUES:
+                pipe.zremrangebyscore(f"rq:finished:{queue}", 0, now)
+                pipe.zremrangebyscore(f"rq:failed:{queue}", 0, now)
             pipe.execute()
 
     def recover_lost(self) -> list[str]:

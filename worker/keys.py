@@ -1,6 +1,9 @@
 """Every Redis key plybot's job machinery uses, in one place.
 
-RQ keeps its own keys (``rq:queue:<name>``, ``rq:job:<id>``, its registries);
+RQ keeps its own keys (``rq:queue:<name>``, ``rq:job:<id>``, its registries; the
+workers keep RQ's worker records ``rq:worker:<name>``, ``rq:workers``, its
+``rq:wip:<queue>``, ``rq:execution:<id>:<run>``, ``rq:finished:<queue>`` and
+``rq:failed:<queue>`` up to date in the same scripts, for RQ's tools);
 the contract's view of a job lives beside them under ``plybot:``:
 
 ``plybot:job:<id>``        hash: kind, queue, request, status, worker, attempts,
@@ -13,18 +16,24 @@ the contract's view of a job lives beside them under ``plybot:``:
 ``plybot:dedupe:<digest>`` id of the in-flight job of an identical analysis request
 ``plybot:running``         hash: job id -> name of the worker running it
 ``plybot:waiting``         sorted set: queued job id -> when it was (re)queued
-``plybot:alive:<worker>``  a worker's lease (expires unless renewed)
-``plybot:workers``         hash: worker name -> JSON (pid, host, queues, started, job)
+``plybot:heartbeats``      hash: worker name -> its last heartbeat, in ms of Redis ``TIME``;
+                           no TTL (``volatile-lru`` can never evict a lease): a worker is
+                           alive while its own heartbeat is younger than its lease
+``plybot:workers``         hash: worker name -> JSON (pid, host, queues, job, table bytes, rss)
 ``plybot:stats``           hash: job counters
+``plybot:book:<build>``    hash: chunk index -> JSON lines of an opening-book build's
+                           solved chunks (no TTL: dropped when the build is written)
 """
 
 from __future__ import annotations
 
 PREFIX = "plybot:"
-QUEUES = ("interactive", "analysis")  # every worker serves them in this order
+# Every worker serves them in this order: a book chunk only when no bot move or analysis waits.
+QUEUES = ("interactive", "analysis", "book")
 RUNNING = PREFIX + "running"
 WAITING = PREFIX + "waiting"
 WORKERS = PREFIX + "workers"
+HEARTBEATS = PREFIX + "heartbeats"
 STATS = PREFIX + "stats"
 
 
@@ -52,10 +61,11 @@ def dedupe(digest: str) -> str:
     return f"{PREFIX}dedupe:{digest}"
 
 
-def alive(worker: str) -> str:
-    return f"{PREFIX}alive:{worker}"
-
-
 def rq_queue(name: str) -> str:
     """RQ's list of waiting job ids for queue ``name``."""
     return f"rq:queue:{name}"
+
+
+def book_results(variant: str, plies: int, size: int) -> str:
+    """The solved chunks of the book build of ``variant`` at ``plies`` in chunks of ``size``."""
+    return f"{PREFIX}book:{variant}:{plies}:{size}"

@@ -85,9 +85,11 @@ class WorkerPool:
         self.url = url
         self.count = count
         full_env = {**os.environ, "REDIS_URL": url, **(env or {})}
+        self.lease_s = float(full_env.get("PLYBOT_WORKER_LEASE_S", "6"))
         output = subprocess.PIPE if log_name else (subprocess.DEVNULL if quiet else None)
         self.process = subprocess.Popen(
-            [PLYBOT, "worker", "-n", str(count), "--queues", queues, "--redis-url", url],
+            # The URL (it may hold a password) goes in the environment, never on a command line.
+            [PLYBOT, "worker", "-n", str(count), "--queues", queues],
             env=full_env,
             stdout=output,
             stderr=subprocess.STDOUT if output is not None else None,
@@ -106,10 +108,14 @@ class WorkerPool:
     def workers(self) -> dict[str, dict]:
         """Live workers of this pool: name -> info (``pid``, ``host``, ``queues``, ``job``)."""
         prefix = f".{self.process.pid}."
+        (seconds, micros), beats = self.redis.time(), self.redis.hgetall(keys.HEARTBEATS)
+        now = seconds * 1000 + micros // 1000
+        lease_ms = self.lease_s * 1000
         found: dict[str, dict] = {}
         for raw_name, raw in self.redis.hgetall(keys.WORKERS).items():
             name = str(raw_name)
-            if prefix in name and self.redis.exists(keys.alive(name)):
+            beat = beats.get(name)
+            if prefix in name and beat is not None and now - int(beat) <= lease_ms:
                 found[name] = json.loads(raw)
         return found
 
@@ -126,10 +132,11 @@ class WorkerPool:
             time.sleep(0.05)
         raise TimeoutError(f"{want} workers not ready after {timeout} s")
 
-    def kill_worker(self, name: str) -> int:
-        """SIGKILL one worker process (its supervisor notices and replaces it); its pid."""
+    def kill_worker(self, name: str, sig: int = signal.SIGKILL) -> int:
+        """Send ``sig`` (SIGKILL: its supervisor notices and replaces it; SIGSTOP: it hangs,
+        its heartbeat stops and its job is reclaimed) to one worker process; its pid."""
         pid = int(json.loads(self.redis.hget(keys.WORKERS, name) or "{}")["pid"])
-        os.kill(pid, signal.SIGKILL)
+        os.kill(pid, sig)
         return pid
 
     def terminate(self, timeout: float = 60.0) -> int:

@@ -13,10 +13,12 @@ carries the position cache's hit and miss counts).
 
 Liveness and recovery (RQ alone notices a dead worker only after minutes):
 
-* A worker's lease is the key ``plybot:alive:<name>`` with a short TTL
-  (``worker_lease_s``), renewed by a thread in the worker and, from outside the
-  process (so a long compiled search holding the GIL cannot starve it), by the
-  supervisor (:mod:`worker.supervisor`) for every child it sees alive.
+* A worker's lease is its heartbeat in ``plybot:heartbeats``, stamped with
+  Redis's clock by a thread of the worker itself (the compiled solver releases
+  the GIL, so a long search cannot starve it) and held while younger than
+  ``worker_lease_s``. Nobody beats for another process, so a hung or stopped
+  worker loses its jobs; and the hash has no TTL, so ``volatile-lru`` never
+  evicts a lease.
 * ``plybot:running`` maps each running job to its worker. A reaper in every
   worker (every ``reaper_interval_s``) and in the supervisor (at once when a
   child dies) finds jobs whose worker's lease lapsed and puts them back at the
@@ -24,16 +26,27 @@ Liveness and recovery (RQ alone notices a dead worker only after minutes):
   fails them with an error that reaches the requester.
 * The reaper also drops bot moves that waited past ``interactive_ttl_s``.
 
+Redis outages (:mod:`worker.backoff`): every Redis call waits out a passing error
+with backoff; a job in hand stays in hand (its start, progress and result are
+sent when Redis is back), and the reaper judges nobody right after Redis restarts.
+
+Cancels and bot moves: the same thread looks every ``WATCH_INTERVAL_S`` for a
+cancel of the running job, and for a bot move that waits while every worker is
+busy; either interrupts the job (the solver returns within milliseconds). A
+preempted analysis goes back to the front of its queue, the run not counted.
+
 SIGTERM / Ctrl-C: finish the job in hand, take no new one, exit. A second
 signal: exit at once; the job in hand goes back to the queue.
 
-Run by the supervisor as ``python -m worker.runner --name NAME``.
+Run by the supervisor as ``python -m worker.runner --name NAME`` with ``REDIS_URL``
+in its environment (never on a command line: it may hold a password).
 """
 
 from __future__ import annotations
 
+import _thread
 import argparse
-import json
+import contextlib
 import logging
 import os
 import signal
@@ -48,8 +61,8 @@ import redis
 from rq.timeouts import JobTimeoutException, UnixSignalDeathPenalty
 
 from worker import jobs, keys
-from worker.contract import AnalysisResult, MoveResult
-from worker.jobstore import JobStore, Started
+from worker.backoff import Backoff, is_transient, until_done
+from worker.jobstore import MODELS, JobStore, Started
 from worker.processes import die_with_parent
 from worker.settings import Settings, get_settings
 
@@ -58,10 +71,10 @@ __all__ = ["Worker", "reap"]
 log = logging.getLogger("plybot.worker")
 
 #: The job function of each kind of job (the same RQ names in the job's record).
-JOB_FUNCTIONS = {"analysis": jobs.analysis_job, "move": jobs.move_job}
-RESULT_MODELS: dict[str, type[AnalysisResult] | type[MoveResult]] = {
-    "analysis": AnalysisResult,
-    "move": MoveResult,
+JOB_FUNCTIONS = {
+    "analysis": jobs.analysis_job,
+    "move": jobs.move_job,
+    "book": jobs.book_chunk_job,
 }
 
 
@@ -73,17 +86,34 @@ class _Stop(Exception):
     """Raised by the signal handler to leave an idle ``BLPOP``."""
 
 
-def reap(store: JobStore) -> list[str]:
+def reap(store: JobStore, judge: bool = True) -> list[str]:
     """Requeue (or, past the attempt limit, fail) jobs whose worker's lease lapsed.
+
+    A worker's lease lapses when its own heartbeat (``plybot:heartbeats``, stamped
+    with Redis's clock) is older than ``worker_lease_s``: a dead, hung or stopped
+    process. Right after Redis itself (re)started, every heartbeat is as old as the
+    outage, so nobody is judged until each worker had a lease's time to beat again;
+    likewise the caller passes ``judge=False`` until its own Redis calls have
+    succeeded for a whole lease (Redis was full, or out of its reach, and so it
+    was for the others' heartbeats): a Redis outage is never a worker's death,
+    nor one of a job's attempts.
 
     Safe to run in any number of processes at once: ``HDEL`` on ``plybot:running``
     decides which one handles a job. Returns the ids handled.
     """
     conn = store.redis
+    now, beats = store.heartbeats()
+    lease_ms = store.settings.worker_lease_s * 1000
+
+    def alive(name: str) -> bool:
+        return name in beats and now - beats[name] <= lease_ms
+
     handled = []
-    for raw_job, raw_worker in conn.hgetall(keys.RUNNING).items():
+    uptime_ms = int(conn.info("server").get("uptime_in_seconds", 0)) * 1000
+    running = conn.hgetall(keys.RUNNING) if judge and uptime_ms > 2 * lease_ms else {}
+    for raw_job, raw_worker in running.items():
         job_id, worker = _text(raw_job), _text(raw_worker)
-        if conn.exists(keys.alive(worker)):
+        if alive(worker):
             continue
         if not conn.hdel(keys.RUNNING, job_id):
             continue  # another reaper took it
@@ -102,11 +132,15 @@ def reap(store: JobStore) -> list[str]:
             log.warning("job %s: worker %s died; back on the queue", job_id, worker)
             store.requeue(job_id)
         handled.append(job_id)
-    for name in conn.hkeys(keys.WORKERS):
-        if not conn.exists(keys.alive(_text(name))):
-            conn.hdel(keys.WORKERS, name)
+    for raw_name in conn.hkeys(keys.WORKERS):
+        if not alive(_text(raw_name)):
+            conn.hdel(keys.WORKERS, raw_name)
+    for name, beat in beats.items():  # long gone: keep the hash small
+        if now - beat > 10 * lease_ms:
+            conn.hdel(keys.HEARTBEATS, name)
     handled += store.expire_waiting()
     handled += store.recover_lost()
+    store.trim_registries()
     return handled
 
 
@@ -119,8 +153,24 @@ def _describe(started: Started, timeout: int, exc: BaseException) -> str:
     return f"internal error in the worker: {type(exc).__name__}: {exc}"
 
 
+#: A bot move that waited this long while every worker was busy preempts an analysis
+#: (a free worker takes a move at once, so this never takes one from a free worker).
+PREEMPT_AFTER_S = 0.15
+#: How often a busy worker looks for a cancel of its job or a bot move waiting.
+WATCH_INTERVAL_S = 0.1
+
+
+def _rss_bytes() -> int:
+    """This process's resident memory (Linux; 0 elsewhere)."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 class Worker:
-    """A warm worker: the loop, the lease, the reaper."""
+    """A warm worker: the loop, the heartbeat, the reaper, cancels and preemption."""
 
     def __init__(
         self,
@@ -146,37 +196,98 @@ class Worker:
         self.busy = False
         self.stop_requested = False
         self._stop_threads = threading.Event()
+        #: The id of the job in hand, from its pop to its finish (orphans are the others).
+        self.in_hand: str | None = None
+        #: The job in hand, and whether its job function runs (only then may it be interrupted).
+        self.current: Started | None = None
+        self._in_job = False
+        #: Set by the housekeeping thread: the exception to raise in the job (cancel, preempt).
+        self._interrupt: Exception | None = None
+        #: A bot move the housekeeping thread took for this worker: run next, before any pop.
+        self._taken: str | None = None
 
-    # -- lease and reaper ------------------------------------------------------------
+    # -- heartbeat, reaper, watch ----------------------------------------------------
 
-    def renew_lease(self) -> None:
-        context = jobs.current
-        info = {
+    def beat(self) -> None:
+        """Stamp this worker's heartbeat (Redis's clock) and publish what it does."""
+        current = self.current
+        info: dict[str, Any] = {
             "pid": os.getpid(),
             "host": socket.gethostname(),
             "queues": self.queues,
-            "job": context.job_id if context else None,
+            "job": current.job_id if current else None,
+            "table_bytes": jobs.table_bytes(),
+            "rss": _rss_bytes(),
         }
-        with self.connection.pipeline(transaction=False) as pipe:
-            pipe.set(keys.alive(self.name), 1, px=int(self.settings.worker_lease_s * 1000))
-            pipe.hset(keys.WORKERS, self.name, json.dumps(info))
-            pipe.execute()
+        orphans = self._beat_store.beat(self.name, info, self.in_hand)
+        if orphans:
+            log.warning("gave back %d job(s) recorded as running here but not held", orphans)
 
     def _housekeeping(self) -> None:
-        """Renew the lease and run the reaper, until the process ends."""
-        store = JobStore(
-            redis.Redis(connection_pool=self.connection.connection_pool), self.settings
-        )
-        interval = min(self.settings.worker_lease_s / 3, self.settings.reaper_interval_s)
-        last_reap = 0.0
-        while not self._stop_threads.wait(interval):
+        """Beat, reap, and watch the job in hand, until the process ends.
+
+        A thread of the worker itself, on a connection of its own: the heartbeat
+        stops when the process stops (SIGSTOP, a hang), so only a live worker holds
+        its lease. The compiled solver releases the GIL, so a long search does not
+        starve it.
+        """
+        store = self._beat_store
+        beat_every = min(self.settings.worker_lease_s / 3, self.settings.reaper_interval_s)
+        last_beat = last_reap = 0.0
+        failing = False
+        healthy_since = time.monotonic()  # Redis has taken our writes since then
+        while not self._stop_threads.wait(WATCH_INTERVAL_S):
             try:
-                self.renew_lease()
-                if time.monotonic() - last_reap >= self.settings.reaper_interval_s:
-                    last_reap = time.monotonic()
-                    reap(store)
+                now = time.monotonic()
+                if now - last_beat >= beat_every:
+                    self.beat()
+                    last_beat = now
+                if now - last_reap >= self.settings.reaper_interval_s:
+                    last_reap = now
+                    reap(store, judge=now - healthy_since >= self.settings.worker_lease_s)
+                self._watch(store)
+                if failing:
+                    log.info("housekeeping: Redis is back")
+                failing = False
             except (redis.RedisError, OSError) as exc:
-                log.warning("housekeeping failed: %s", exc)
+                if not failing:
+                    log.warning("housekeeping: Redis unavailable (%s); retrying", exc)
+                failing = True
+                healthy_since = time.monotonic()
+
+    def _watch(self, store: JobStore) -> None:
+        """Interrupt the running job if its requester canceled it, or a bot move waits.
+
+        A bot move preempts an analysis only (never another move), and only when it
+        waited ``PREEMPT_AFTER_S``: every worker is busy. The move is taken here,
+        atomically, so one worker preempts per move; the analysis goes back to the
+        front of its queue, its run not counted.
+        """
+        started = self.current
+        if started is None or not self._in_job or self._interrupt is not None:
+            return
+        take = (
+            "interactive"
+            if started.kind == "analysis" and "interactive" in self.queues and not self._taken
+            else None
+        )
+        canceled, taken = store.watch(started.job_id, take, PREEMPT_AFTER_S)
+        if taken:
+            self._taken = taken
+            self._interrupt = jobs.JobPreempted(f"preempted by bot move {taken}")
+        elif canceled:
+            self._interrupt = jobs.JobCanceled("canceled by the requester")
+        else:
+            return
+        log.info("job %s: %s", started.job_id, self._interrupt)
+        _thread.interrupt_main(signal.SIGUSR1)  # raised in the job once it runs Python
+        jobs.interrupt()  # and the compiled solver returns within milliseconds
+
+    def _on_interrupt(self, signum: int, frame: FrameType | None) -> None:
+        exc = self._interrupt
+        if exc is not None and self._in_job:
+            self._in_job = False  # raised once, and never outside the job function
+            raise exc
 
     # -- signals ---------------------------------------------------------------------
 
@@ -185,56 +296,73 @@ class Worker:
             log.warning("cold shutdown: the job in hand goes back to the queue")
             self._stop_threads.set()
             try:
-                self.connection.delete(keys.alive(self.name))
+                self.store.forget_worker(self.name)
             finally:
                 os._exit(1)
         self.stop_requested = True
-        if not self.busy:
+        if not self.busy and not self._taken:
             raise _Stop()
         log.info("stopping after the job in hand")
 
     # -- the loop --------------------------------------------------------------------
 
     def run(self) -> None:
-        """Serve jobs until a signal asks to stop."""
+        """Serve jobs until a signal asks to stop; Redis outages are waited out."""
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
-        self.renew_lease()
-        threading.Thread(target=self._housekeeping, name="housekeeping", daemon=True).start()
+        signal.signal(signal.SIGUSR1, self._on_interrupt)
+        self._beat_store = JobStore(
+            redis.Redis(connection_pool=self.connection.connection_pool), self.settings
+        )
         queue_keys = [keys.rq_queue(q) for q in self.queues]
-        backoff = 0.5
+        backoff = Backoff(cap=2.0)
         try:
-            while not self.stop_requested:
+            until_done(self.beat, "first heartbeat", log)
+            threading.Thread(target=self._housekeeping, name="housekeeping", daemon=True).start()
+            while self._taken or not self.stop_requested:
+                if self._taken:  # a bot move taken while preempting an analysis
+                    job_id, self._taken = self._taken, None
+                    self._serve(job_id)
+                    continue
                 try:
                     popped = self.connection.blpop(queue_keys, timeout=5)
-                    backoff = 0.5
-                except (redis.ConnectionError, redis.TimeoutError) as exc:
-                    log.warning("Redis unreachable (%s); retrying in %.1f s", exc, backoff)
-                    time.sleep(backoff)
-                    backoff = min(backoff * 2, 2.0)
+                    backoff.reset()
+                except redis.RedisError as exc:
+                    if not is_transient(exc):
+                        raise
+                    delay = backoff.next()
+                    log.warning("Redis unavailable (%s); retrying in %.1f s", exc, delay)
+                    time.sleep(delay)
                     continue
-                if popped is None:
-                    continue
-                self.busy = True
-                try:
-                    self.execute(_text(popped[1]))
-                finally:
-                    self.busy = False
+                if popped is not None:
+                    self._serve(_text(popped[1]))
         except _Stop:
             pass
         finally:
             self.teardown()
 
+    def _serve(self, job_id: str) -> None:
+        self.busy = True
+        self.in_hand = job_id
+        try:
+            self.execute(job_id)
+        finally:
+            self.busy = False
+            self.in_hand = None
+
     def execute(self, job_id: str) -> None:
-        """Run one job and record its result or error (exactly once, see ``JobStore.finish``)."""
-        started = self.store.start(job_id, self.name)
+        """Run one job and record its result or error (exactly once, see ``JobStore.finish``).
+
+        The job is in hand from its pop to its finish: a Redis outage on the way
+        is waited out (the start, the result), never turned into the job's failure.
+        """
+        started = until_done(lambda: self.store.start(job_id, self.name), f"job {job_id}", log)
         if started is None:  # canceled, dropped or answered while it waited
             return
-        timeout = (
-            self.settings.analysis_timeout_s
-            if started.kind == "analysis"
-            else self.settings.interactive_timeout_s
-        )
+        timeout = {
+            "analysis": self.settings.analysis_timeout_s,
+            "book": self.settings.book_timeout_s,
+        }.get(started.kind, self.settings.interactive_timeout_s)
         jobs.current = jobs.JobContext(
             store=self.store,
             worker=self.name,
@@ -244,35 +372,47 @@ class Worker:
             enqueued_at=started.enqueued_at,
             last_flush=time.monotonic(),
         )
+        self.current, self._interrupt = started, None
+        result: Any = None
+        error: str | None = None
         try:
             with UnixSignalDeathPenalty(timeout, JobTimeoutException, job_id=job_id):
-                output: Any = JOB_FUNCTIONS[started.kind](started.request)
-            result = RESULT_MODELS[started.kind].model_validate(output)
+                self._in_job = True
+                try:
+                    output: Any = JOB_FUNCTIONS[started.kind](started.request)
+                finally:
+                    self._in_job = False
+            result = MODELS[started.kind][1].model_validate(output)
+        except jobs.JobPreempted:
+            until_done(lambda: self.store.release(job_id, self.name), f"job {job_id}", log)
+            log.info("job %s (%s) preempted: back at the front of its queue", job_id, started.kind)
+            return
         except Exception as exc:
             if not isinstance(exc, jobs.JobCanceled | jobs.JobDropped | ValueError):
                 log.exception("job %s failed", job_id)
             error = _describe(started, timeout, exc)
-            context = jobs.current
-            self.store.finish(
-                job_id,
-                None,
-                error=error,
-                worker=self.name,
-                dedupe=started.dedupe,
-                progress=(context.seq, context.pending),
-                cache_counts=self._cache_counts(),
-            )
-            log.info("job %s (%s) failed: %s", job_id, started.kind, error)
-        else:
-            context = jobs.current
-            self.store.finish(
+        finally:
+            self.current = None
+            jobs.current, context = None, jobs.current
+            if self.settings.solver_fresh_table and result is None:
+                jobs.clear_tables()
+        assert context is not None
+        until_done(
+            lambda: self.store.finish(
                 job_id,
                 result,
+                error=error,
                 worker=self.name,
                 dedupe=started.dedupe,
                 progress=(context.seq, context.pending),  # every depth, before the result
                 cache_counts=self._cache_counts(),
-            )
+            ),
+            f"job {job_id}",
+            log,
+        )
+        if result is None:
+            log.info("job %s (%s) failed: %s", job_id, started.kind, error)
+        else:
             log.info(
                 "job %s (%s, attempt %d) done: engine %.1f ms, cache %s",
                 job_id,
@@ -281,12 +421,10 @@ class Worker:
                 result.time_ms,
                 result.cache,
             )
-        finally:
-            jobs.current = None
-            if self.cache is not None:
-                self.cache.flush_stats()  # counts the finish script did not carry, if any
-            if self.settings.solver_fresh_table:
-                jobs.clear_tables()  # after the answer, not before: off the next request's path
+        if self.cache is not None:
+            self.cache.flush_stats()  # counts the finish script did not carry, if any
+        if self.settings.solver_fresh_table and result is not None:
+            jobs.clear_tables()  # after the answer, not before: off the next request's path
 
     def _cache_counts(self) -> tuple[str, int, int] | None:
         """The cache's pending hit and miss counts, for the finish script to carry."""
@@ -298,13 +436,8 @@ class Worker:
 
     def teardown(self) -> None:
         self._stop_threads.set()
-        try:
-            with self.connection.pipeline(transaction=False) as pipe:
-                pipe.delete(keys.alive(self.name))
-                pipe.hdel(keys.WORKERS, self.name)
-                pipe.execute()
-        except redis.RedisError:
-            pass
+        with contextlib.suppress(redis.RedisError):
+            self.store.forget_worker(self.name)
 
 
 def run(name: str, url: str, queues: list[str] | None = None) -> int:
@@ -330,12 +463,11 @@ def run(name: str, url: str, queues: list[str] | None = None) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m worker.runner")
     parser.add_argument("--name", required=True)
-    parser.add_argument("--url", default=None)
     parser.add_argument("--queues", default=",".join(keys.QUEUES))
     args = parser.parse_args(argv)
-    url = args.url or get_settings().redis_url
+    url = get_settings().redis_url
     if not url:
-        print("worker: no Redis (set REDIS_URL or pass --url)", file=sys.stderr)
+        print("worker: no Redis (set REDIS_URL)", file=sys.stderr)
         return 2
     logging.basicConfig(
         level=logging.INFO,

@@ -57,6 +57,20 @@ class Settings(BaseSettings):
     analysis_timeout_s: int = Field(
         300, ge=1, description="Job timeout of the `analysis` queue (hard stop of one analysis)."
     )
+    split_analyses: bool = Field(
+        False,
+        description="Split an exact analysis of every column into one job per column when "
+        "other workers are idle (see worker.split; off: measured at about 1x on 2 workers).",
+    )
+    book_timeout_s: int = Field(
+        3600, ge=1, description="Job timeout of the `book` queue (one chunk of a book build)."
+    )
+    book_table_mb: int = Field(
+        1024,
+        ge=1,
+        le=16384,
+        description="Solver table of a worker's book-build jobs (made at the first chunk).",
+    )
     result_ttl_s: int = Field(
         86400, ge=60, description="How long a finished job's status and result are kept."
     )
@@ -105,6 +119,13 @@ class Settings(BaseSettings):
         le=4096,
         description="Size of each worker's Connect Four solver table (kept from job to job).",
     )
+    worker_table_mb: int = Field(
+        256,
+        ge=4,
+        le=65536,
+        description="Memory budget of each worker's solver tables, all board sizes together "
+        "(least recently used sizes are dropped to stay within it; small boards get small tables).",
+    )
     solver_fresh_table: bool = Field(
         False,
         description="Clear the solver's table after each job (and at start), so a job's work "
@@ -144,7 +165,7 @@ class Settings(BaseSettings):
         120,
         ge=1,
         description="POST requests per client per window; past it 429 with Retry-After. A client "
-        "is its `X-API-Key` header, else its address.",
+        "is its `X-API-Key` (one of `PLYBOT_API_KEYS`), else its address.",
     )
     api_rate_limit_reads: int = Field(
         1200, ge=1, description="GET requests under `/v1` per client per window."
@@ -168,6 +189,55 @@ class Settings(BaseSettings):
     api_games_finished_s: float = Field(
         30 * 86400.0, gt=0, description="Finished games are deleted this long after their end."
     )
+    api_keys: SecretStr | None = Field(
+        None,
+        description="Comma-separated API keys clients may send as `X-API-Key` (each its own "
+        "client for limits); any other key is refused (401). Secret; never logged.",
+    )
+    api_require_key: bool = Field(
+        False, description="Refuse (401) requests under `/v1` that send no `X-API-Key`."
+    )
+    api_trusted_proxies: str = Field(
+        "",
+        description="Comma-separated addresses or networks (CIDR) of reverse proxies whose "
+        "`X-Forwarded-For` is believed; from anyone else the header is ignored.",
+    )
+    api_max_waits: int = Field(
+        256,
+        ge=1,
+        description="Event streams and long polls (`?wait=`, a move awaiting the bot's reply) "
+        "open at once in one API process; past it 503 with Retry-After. Sizes the Redis pool.",
+    )
+    api_max_waits_per_client: int = Field(
+        16,
+        ge=1,
+        description="Event streams and long polls one client may hold open at once in one API "
+        "process; past it 429 with Retry-After.",
+    )
+    api_max_queued: int = Field(
+        500,
+        ge=1,
+        description="Analyses waiting on the queue (all clients) past which new ones are "
+        "refused: 503 with Retry-After.",
+    )
+    api_max_queued_per_client: int = Field(
+        20,
+        ge=1,
+        description="Analyses one client may have queued or running at once; past it 429 with "
+        "Retry-After.",
+    )
+    api_header_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        description="A client must send a request's headers within this many seconds of "
+        "starting it (or of connecting); else the connection is closed.",
+    )
+    api_body_timeout_s: float = Field(
+        30.0,
+        gt=0,
+        description="A client must send a request's body within this many seconds of its "
+        "headers; else the connection is closed.",
+    )
     callback_hosts: str = Field(
         "",
         description="Comma-separated hosts (`host` or `host:port`) a `callback_url` may point to. "
@@ -180,6 +250,23 @@ class Settings(BaseSettings):
         1.0, gt=0, description="Wait before the first retry of a failed callback; doubles after."
     )
     callback_timeout_s: float = Field(5.0, gt=0, description="Timeout of one callback POST.")
+    callback_secret: SecretStr | None = Field(
+        None,
+        description="Shared secret signing every callback body (`Plybot-Signature`, HMAC-SHA256). "
+        "Unset: every callback is refused (422). Secret; never logged.",
+    )
+    callback_max_per_host: int = Field(
+        4, ge=1, description="Callback POSTs in flight at once to one host, per API process."
+    )
+    callback_max_in_flight: int = Field(
+        32, ge=1, description="Callback deliveries one API process handles at once."
+    )
+    callback_ttl_s: int = Field(
+        86400,
+        ge=60,
+        description="A callback not delivered within this many seconds of its request is "
+        "given up; its record expires then too.",
+    )
 
     # -- Discord bot (`plybot bot`) ----------------------------------------------------
     discord_token: SecretStr | None = Field(

@@ -1,13 +1,15 @@
 """The supervisor of ``plybot worker -n N``: N warm worker processes, kept alive.
 
 It starts each worker as ``python -m worker.runner`` in a session of its own (so
-a Ctrl-C reaches the supervisor only, which forwards exactly one SIGTERM), and
-twice a second:
+a Ctrl-C reaches the supervisor only, which forwards exactly one SIGTERM), with
+``REDIS_URL`` in its environment (never on its command line, which any user can
+read), and twice a second notices a dead child at once, drops its heartbeat, runs
+the reaper (its job goes back to the queue, or fails past the attempt limit) and
+starts a replacement, with backoff when children keep dying young.
 
-* renews the lease of every child it sees alive (from outside the child, so a
-  long compiled search cannot starve the lease);
-* notices a dead child at once, ends its lease, runs the reaper (its job goes
-  back to the queue, or fails past the attempt limit) and starts a replacement.
+It never beats for a child: a worker's lease is its own heartbeat (see
+:mod:`worker.runner`), so a hung or stopped child loses its jobs. A Redis outage
+is waited out: the supervisor keeps running and catches up when Redis is back.
 
 SIGTERM or SIGINT: forward SIGTERM to every child (each finishes its job in hand
 and exits), wait for them, exit 0. A second signal: the children leave at once
@@ -27,9 +29,10 @@ from types import FrameType
 
 import redis
 
-from worker import keys
+from worker.backoff import Backoff
 from worker.jobstore import JobStore
 from worker.processes import die_with_parent
+from worker.redis_memory import check_redis_memory
 from worker.runner import reap
 from worker.settings import Settings
 
@@ -49,6 +52,10 @@ class Supervisor:
         self._serial = 0
         self._respawn = 0  # children to start again
         self._respawn_at = 0.0
+        self._backoff = Backoff(first=1.0, cap=30.0)
+        self._born: dict[str, float] = {}
+        self._unreaped: set[str] = set()
+        self._healthy_since = time.monotonic()  # Redis has answered us since then
         self._prefix = f"{socket.gethostname()}.{os.getpid()}"
         self.redis = redis.Redis.from_url(
             url,
@@ -60,11 +67,11 @@ class Supervisor:
     def spawn(self) -> str:
         self._serial += 1
         name = f"{self._prefix}.w{self._serial}"
-        command = [
-            sys.executable, "-m", "worker.runner",
-            "--name", name, "--url", self.url, "--queues", ",".join(self.queues),
-        ]  # fmt: skip
-        self.children[name] = subprocess.Popen(command, start_new_session=True)
+        queues = ",".join(self.queues)
+        command = [sys.executable, "-m", "worker.runner", "--name", name, "--queues", queues]
+        env = {**os.environ, "REDIS_URL": self.url}
+        self.children[name] = subprocess.Popen(command, start_new_session=True, env=env)
+        self._born[name] = time.monotonic()
         # (each worker follows us with PR_SET_PDEATHSIG itself, see worker.runner.run)
         log.info("started worker %s (pid %d)", name, self.children[name].pid)
         return name
@@ -78,44 +85,55 @@ class Supervisor:
                 child.send_signal(signal.SIGTERM)
 
     def tick(self) -> None:
-        """Handle dead children (reap their jobs, replace them); renew live children's leases."""
-        dead = [name for name, child in self.children.items() if child.poll() is not None]
-        for name in dead:
+        """Handle dead children (reap their jobs, replace them)."""
+        for name in [name for name, child in self.children.items() if child.poll() is not None]:
             code = self.children.pop(name).returncode
+            lived = time.monotonic() - self._born.pop(name, 0.0)
+            self._unreaped.add(name)
             if self.stopping:
                 log.info("worker %s exited (%s)", name, code)
                 continue
             log.warning("worker %s died (exit %s); its job goes back to the queue", name, code)
             self._respawn += 1
+            # A worker that dies young (a broken install) is not restarted in a tight loop.
+            if lived < 30:
+                self._respawn_at = time.monotonic() + self._backoff.next()
+            else:
+                self._backoff.reset()
         if self.stopping:
             self._respawn = 0
         elif self._respawn and time.monotonic() >= self._respawn_at:
             self._respawn -= 1
             self.spawn()
-            # A worker that dies at once (no Redis, a broken install) is not restarted in a loop.
-            self._respawn_at = time.monotonic() + 2.0
-        ttl_ms = int(self.settings.worker_lease_s * 1000)
-        with self.redis.pipeline(transaction=False) as pipe:
-            for name in dead:
-                pipe.delete(keys.alive(name))
-            for name, child in self.children.items():
-                if child.poll() is None:
-                    pipe.set(keys.alive(name), 1, px=ttl_ms, xx=True)  # only once it has started
-            pipe.execute()
-        if dead:
-            reap(self.store)
+        if self._unreaped:  # kept until Redis takes it: an outage only delays the reaping
+            for name in list(self._unreaped):
+                self.store.forget_worker(name)
+                self._unreaped.discard(name)
+            healthy = time.monotonic() - self._healthy_since >= self.settings.worker_lease_s
+            reap(self.store, judge=healthy)
 
     def run(self) -> int:
         die_with_parent()  # started by `plybot up` or a test: never outlive it
         signal.signal(signal.SIGTERM, self._signal)
         signal.signal(signal.SIGINT, self._signal)
+        verdict = check_redis_memory(self.url)  # an allkeys-* policy may evict jobs
+        if verdict.level != "ok":
+            log.warning("%s", verdict.message)
         for _ in range(self.count):
             self.spawn()
-        while self.children:
+        failing = False
+        # Until told to stop and every child is gone: never because children died.
+        while self.children or not self.stopping:
             try:
                 self.tick()
+                if failing:
+                    log.info("supervisor: Redis is back")
+                failing = False
             except (redis.RedisError, OSError) as exc:
-                log.warning("supervisor: Redis unreachable (%s); retrying", exc)
+                if not failing:
+                    log.warning("supervisor: Redis unavailable (%s); retrying", exc)
+                failing = True
+                self._healthy_since = time.monotonic()
             time.sleep(0.5)
         log.info("all workers stopped")
         return 0

@@ -4,14 +4,24 @@ cancel it."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Query, Response
 from fastapi.sse import EventSourceResponse, format_sse_event
+from starlette.types import Receive, Scope, Send
 
 from api.callbacks import refusal
-from api.deps import CallbacksDep, ClientDep, RateLimited, SettingsDep, check_wait
+from api.deps import (
+    CallbacksDep,
+    CallerDep,
+    ClientDep,
+    QueuedDep,
+    RateLimited,
+    SettingsDep,
+    WaitsDep,
+    check_wait,
+)
 from api.errors import unprocessable
 from api.schemas import AnalysisAccepted, AnalysisCanceled, AnalysisCreate, AnalysisView
 from worker.client import JobClient, UnknownJob
@@ -59,7 +69,14 @@ def _wait_query(action: str) -> Any:
             "stream `events_url`."
         },
         422: {"description": "A field is invalid; `message` names it and says why."},
-        429: {"description": "Past this client's rate limit; see `Retry-After`."},
+        429: {
+            "description": "Past this client's rate limit, or it has its share of analyses "
+            "queued, or of long polls open; see `Retry-After`."
+        },
+        503: {
+            "description": "The analysis queue is full, the service holds its limit of long "
+            "polls, or Redis is unreachable or full; see `Retry-After`."
+        },
     },
 )
 async def create_analysis(
@@ -68,6 +85,9 @@ async def create_analysis(
     client: ClientDep,
     settings: SettingsDep,
     callbacks: CallbacksDep,
+    queued: QueuedDep,
+    waits: WaitsDep,
+    caller: CallerDep,
     wait: float = _wait_query("answers 200 with the analysis"),
 ) -> AnalysisAccepted | Response:
     """Submit an analysis: `solve` (exact), `depth` N plies, or `time` T ms; `moves: all`
@@ -80,14 +100,20 @@ async def create_analysis(
         why = refusal(body.callback_url, settings)
         if why is not None:
             raise unprocessable(("body", "callback_url"), why)
-    submitted = await client.enqueue(body.job_request())  # the id and status in one trip
+    async with queued.admit(caller) as record:  # 429/503 past the caps on queued work
+        submitted = await client.enqueue(body.job_request())  # the id and status in one trip
+        if submitted.state is None:  # answered at submission: nothing queued
+            record(submitted.id)
     job_id = submitted.id
     if body.callback_url is not None:
         await callbacks.schedule(job_id, body.callback_url)
     url = f"/v1/analyses/{job_id}"
     if wait > 0:
         # Answered at submission: the state is in hand, nothing to read back.
-        state = submitted.state or await client.wait(job_id, timeout=wait)
+        state = submitted.state
+        if state is None:
+            with waits.hold(caller):
+                state = await client.wait(job_id, timeout=wait)
         if state.finished:
             # A Response of our own: no second validation of a view built from the record.
             return Response(
@@ -106,16 +132,20 @@ async def get_analysis(
     analysis_id: str,
     client: ClientDep,
     settings: SettingsDep,
+    waits: WaitsDep,
+    caller: CallerDep,
     wait: float = _wait_query("answers"),
 ) -> AnalysisView:
     """Where the analysis stands: `queued`, `running` (with the latest depth in `progress`),
     `done` (with `result`) or `failed` (with `error`)."""
     check_wait(wait, settings)
-    # wait() reads the state first too (UnknownJob -> 404), and answers a finished job
-    # with that one read.
-    state = await (
-        client.wait(analysis_id, timeout=wait) if wait > 0 else client.status(analysis_id)
-    )
+    if wait > 0:
+        # wait() reads the state first too (UnknownJob -> 404), and answers a finished job
+        # with that one read.
+        with waits.hold(caller):
+            state = await client.wait(analysis_id, timeout=wait)
+    else:
+        state = await client.status(analysis_id)
     if state.kind != "analysis":
         raise UnknownJob(analysis_id)
     return AnalysisView.of(state)
@@ -171,16 +201,34 @@ async def cancel_analysis(analysis_id: str, client: ClientDep) -> AnalysisCancel
             "content": {"text/event-stream": {}},
         },
         **_NOT_FOUND,
+        429: {"description": "This client holds its limit of open streams and long polls."},
+        503: {"description": "The service holds its limit of open streams and long polls."},
     },
 )
 async def analysis_events(
-    analysis_id: str, client: ClientDep, settings: SettingsDep
+    analysis_id: str, client: ClientDep, settings: SettingsDep, waits: WaitsDep, caller: CallerDep
 ) -> EventSourceResponse:
     """Stream the analysis's progress, then its result."""
     await _analysis(client, analysis_id)  # 404 before the stream starts
     # Even a stuck job cannot hold the stream open for ever.
     limit = settings.analysis_timeout_s * (settings.job_max_attempts + 1) + 60
-    return EventSourceResponse(_stream(client, analysis_id, limit))
+    waits.take(caller, "event stream")  # 429/503 before the stream starts
+    return _HeldStream(_stream(client, analysis_id, limit), lambda: waits.give(caller))
+
+
+class _HeldStream(EventSourceResponse):
+    """An event stream that gives its slot (:class:`api.limits.Waits`) back when it ends,
+    however it ends: finished, client gone, or never started."""
+
+    def __init__(self, content: AsyncIterator[bytes], release: Callable[[], None]) -> None:
+        super().__init__(content)
+        self._release = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._release()
 
 
 async def _stream(client: JobClient, analysis_id: str, limit: float) -> AsyncIterator[bytes]:

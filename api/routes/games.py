@@ -8,8 +8,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 
-from api.deps import ClientDep, GamesDep, RateLimited, SettingsDep, check_wait
+from api.deps import CallerDep, ClientDep, GamesDep, RateLimited, SettingsDep, WaitsDep, check_wait
 from api.errors import unprocessable
+from api.limits import Waits
 from api.schemas import HUMAN, GameCreate, GameMove, GameMoveResult, GameView
 from engine.errors import PlybotError, UnknownGameError
 from worker.bot_moves import BotMoves, BotTurn
@@ -40,12 +41,22 @@ def _reply_wait(wait: float | None, settings: Settings) -> float:
 
 
 async def _advance(
-    session: GameSession, games: GameStore, client: JobClient, settings: Settings, wait_s: float
+    session: GameSession,
+    games: GameStore,
+    client: JobClient,
+    settings: Settings,
+    wait_s: float,
+    waits: Waits,
+    caller: str,
 ) -> BotTurn:
     """The bot's move in ``session`` asked for, awaited up to ``wait_s`` s and played
-    (:meth:`worker.bot_moves.BotMoves.advance`, with the API's thinking time)."""
+    (:meth:`worker.bot_moves.BotMoves.advance`, with the API's thinking time).
+
+    Waiting holds a long-poll slot (:class:`api.limits.Waits`); with none free the game
+    is answered at once, the bot still thinking, rather than refused."""
     moves = BotMoves(games, client, settings, deadline_ms=settings.api_move_deadline_ms)
-    return await moves.advance(session, wait_s=wait_s)
+    with waits.hold_if_free(caller, wait_s) as held_s:
+        return await moves.advance(session, wait_s=held_s)
 
 
 @router.post(
@@ -60,6 +71,8 @@ async def create_game(
     games: GamesDep,
     client: ClientDep,
     settings: SettingsDep,
+    waits: WaitsDep,
+    caller: CallerDep,
     wait: ReplyWait = None,
 ) -> GameView:
     """Start a game against plybot. If the bot moves first, its move is asked for and
@@ -74,7 +87,7 @@ async def create_game(
     session = await games.create(session)
     if session.bot_to_move:
         wait_s = _reply_wait(wait, settings)
-        session = (await _advance(session, games, client, settings, wait_s)).session
+        session = (await _advance(session, games, client, settings, wait_s, waits, caller)).session
     response.headers["Location"] = f"/v1/games/{session.id}"
     return GameView.of(session)
 
@@ -85,6 +98,8 @@ async def get_game(
     games: GamesDep,
     client: ClientDep,
     settings: SettingsDep,
+    waits: WaitsDep,
+    caller: CallerDep,
     wait: float = Query(
         0,
         ge=0,
@@ -96,7 +111,7 @@ async def get_game(
     check_wait(wait, settings)
     session = await games.get(game_id)
     if session.bot_to_move:
-        session = (await _advance(session, games, client, settings, wait)).session
+        session = (await _advance(session, games, client, settings, wait, waits, caller)).session
     return GameView.of(session)
 
 
@@ -115,6 +130,8 @@ async def play_move(
     games: GamesDep,
     client: ClientDep,
     settings: SettingsDep,
+    waits: WaitsDep,
+    caller: CallerDep,
     wait: ReplyWait = None,
 ) -> GameMoveResult:
     """Play your move; answers with the bot's reply and the game."""
@@ -125,8 +142,14 @@ async def play_move(
         raise unprocessable(("body", "move"), str(exc)) from None
     if not session.bot_to_move:
         return GameMoveResult(reply=None, game=GameView.of(session), notice=None)
-    moved = await _advance(session, games, client, settings, wait_s)
+    moved = await _advance(session, games, client, settings, wait_s, waits, caller)
     return GameMoveResult(reply=moved.reply, game=GameView.of(moved.session), notice=moved.notice)
+
+
+@router.post("/{game_id}/takeback", response_model=GameView, responses={**_NOT_FOUND, **_CONFLICT})
+async def take_back(game_id: str, games: GamesDep) -> GameView:
+    """Take back your last move and the bot's reply to it (counted in `takebacks`)."""
+    return GameView.of(await games.take_back(game_id, HUMAN))
 
 
 @router.post("/{game_id}/resign", response_model=GameView, responses={**_NOT_FOUND, **_CONFLICT})

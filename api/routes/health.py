@@ -11,10 +11,18 @@ from api.metrics import CONTENT_TYPE
 router = APIRouter(tags=["service"])
 
 
-@router.get("/healthz", responses={503: {"description": "Redis is unreachable."}})
+#: The key /healthz writes: a write, not a PING, because a full Redis still answers
+#: PING while it refuses every write the service needs.
+HEALTH_KEY = "plybot:healthz"
+
+
+@router.get(
+    "/healthz", responses={503: {"description": "Redis is unreachable, or full (maxmemory)."}}
+)
 async def healthz(redis: RedisDep) -> dict[str, str]:
-    """200 while Redis answers a PING, else 503."""
-    await redis.ping()
+    """200 while Redis takes a write; 503 (with the reason) while it is unreachable or
+    full (``OOM command not allowed``)."""
+    await redis.set(HEALTH_KEY, "1", px=10_000)
     return {"status": "ok", "redis": "ok"}
 
 

@@ -177,3 +177,54 @@ export function followAnalysis(id, { onProgress, onResult, onError }) {
     source?.close();
   };
 }
+
+/**
+ * Cancel analysis `id` on the server (DELETE /v1/analyses/{id}) because the page no longer
+ * shows it, so a worker is not kept busy for nobody. `keepalive` lets the request outlive
+ * the page (it is sent from "pagehide"). Failures are ignored: at worst the job runs on.
+ */
+export function cancelAnalysis(id) {
+  try {
+    fetch(`/v1/analyses/${encodeURIComponent(id)}`, { method: "DELETE", keepalive: true }).catch(() => {});
+  } catch {
+    // fetch itself refused (the page is going away): nothing more to do
+  }
+}
+
+/**
+ * One exact analysis of `notation`, as a promise of its result (the review's building
+ * block). `signal` (an AbortSignal) cancels it, on the server too. Passing failures are
+ * retried after the wait the API gives.
+ */
+export async function analyseOnce(game, notation, { signal, mode = "solve" } = {}) {
+  const body = { game, position: notation, moves: "all", mode };
+  for (;;) {
+    if (signal?.aborted) throw new DOMException("aborted", "AbortError");
+    let job;
+    try {
+      job = await request("POST", "/v1/analyses", body, { signal });
+    } catch (err) {
+      if (err instanceof ApiError && err.transient) {
+        await new Promise((r) => setTimeout(r, (err.retryAfter ?? 3) * 1000));
+        continue;
+      }
+      throw err;
+    }
+    if (job.status === "done" && job.result) return job.result;
+    const result = await new Promise((resolve, reject) => {
+      const stop = followAnalysis(job.id, {
+        onProgress: () => {},
+        onResult: (analysis) => resolve(analysis.result),
+        onError: (err) => {
+          if (!(err instanceof ApiError && err.transient)) reject(err);
+        },
+      });
+      signal?.addEventListener("abort", () => {
+        stop();
+        cancelAnalysis(job.id);
+        reject(new DOMException("aborted", "AbortError"));
+      });
+    });
+    return result;
+  }
+}

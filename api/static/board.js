@@ -108,6 +108,11 @@ export class Board {
           const button = el(
             "button",
             { type: "button", class: "cellbtn", "data-move": index },
+            // The name is this hidden text, not an aria-label: a label would have to
+            // repeat the visible number, mark and chip word for word (axe's
+            // label-content-name-mismatch), which reads badly.
+            el("span", { class: "visually-hidden sr-name" }),
+            el("span", { class: "cellnum", "aria-hidden": "true", text: String(index + 1) }),
             el("span", { class: "mark", "aria-hidden": "true" }),
             el("span", { class: "chip", "aria-hidden": "true" }),
           );
@@ -191,13 +196,15 @@ export class Board {
   /**
    * Draw `position`.
    * options: disabled (no moves accepted),
-   * scores ({move: score} from the side to move; null hides the chips),
-   * exact (scores are game results), best (moves scoring best), pending (chips
-   * show that a search is on).
+   * marks ({move: mark} from the side to move; null hides the chips), where a mark is
+   *   {score, exact: true} (a proven game result), {score, exact: false} (an estimate of
+   *   a limited search: never outlined as best), or {lo, hi} (proven bounds, lo <= score
+   *   <= hi, while a solve narrows them down),
+   * best (moves proven best: outlined), pending (a search is on: unmarked playable
+   * moves show "…"), hidden (scores hidden for practice: chips and labels say nothing).
    */
   update(position, options = {}) {
-    const { disabled = false, scores = null, exact = true, best = [], pending = false } =
-      options;
+    const { disabled = false, marks = null, best = [], pending = false, hidden = false } = options;
     const game = this.game;
     const previous = this.shown;
     this.position = position;
@@ -234,12 +241,15 @@ export class Board {
       }
     });
 
-    const best_ = new Set(best);
+    const shown = hidden ? null : marks;
+    const meanings = this.buttons.map((_, move) =>
+      shown && move in shown ? describeMark(game, position.ply, shown[move]) : null,
+    );
+    const best_ = new Set(hidden ? [] : best);
     this.buttons.forEach((button, move) => {
       const playable = position.canPlay(move);
       button.disabled = this.disabled || !playable;
-      const score = scores && move in scores ? scores[move] : null;
-      const meaning = score === null ? null : describeScore(game, position.ply, score, exact);
+      const meaning = meanings[move];
       const what = game.kind === "columns" ? `column ${move + 1}` : `cell ${move + 1}`;
       let label;
       if (game.kind === "cells" && position.cells[move] !== null) {
@@ -250,19 +260,23 @@ export class Board {
         label = `Play ${what}`;
         if (meaning) label += `: ${meaning.text}${best_.has(move) ? " (best)" : ""}`;
       }
-      button.setAttribute("aria-label", label);
+      if (game.kind === "cells") button.querySelector(".sr-name").textContent = label;
+      else button.setAttribute("aria-label", label);
     });
 
     this.chips.forEach((chip, move) => {
-      const score = scores && move in scores ? scores[move] : null;
-      const meaning = score === null ? null : describeScore(game, position.ply, score, exact);
+      const mark = shown && move in shown ? shown[move] : null;
+      const meaning = meanings[move];
       chip.className = "chip";
       chip.replaceChildren();
-      if (meaning) chip.dataset.score = score;
-      else delete chip.dataset.score;
-      if (scores === null && !pending) {
+      delete chip.dataset.score;
+      delete chip.dataset.bound;
+      if (mark && mark.score !== undefined && mark.score !== null) chip.dataset.score = mark.score;
+      if (meaning?.bound) chip.dataset.bound = `${mark.lo}..${mark.hi}`;
+      if (hidden || (marks === null && !pending)) {
         chip.classList.add("hidden");
         chip.removeAttribute("title");
+        chip.removeAttribute("aria-label");
         return;
       }
       if (!meaning) {
@@ -270,20 +284,21 @@ export class Board {
           chip.classList.add("pending");
           chip.append(el("span", { class: "chip-n", text: "…" }));
         }
-        if (game.kind === "columns") chip.setAttribute("aria-label", `Column ${move + 1}: no score`);
+        if (game.kind === "columns") {
+          chip.setAttribute("aria-label", `Column ${move + 1}: ${pending && position.canPlay(move) ? "being solved" : "no score"}`);
+        }
         chip.removeAttribute("title");
         return;
       }
       chip.classList.add(meaning.kind);
+      if (meaning.bound) chip.classList.add("bound");
       if (best_.has(move)) chip.classList.add("best");
-      if (pending) chip.classList.add("stale");
-      const caption =
-        meaning.kind === "win" ? "win in" : meaning.kind === "loss" ? "loss in" : meaning.kind;
       chip.append(
-        el("span", { class: "chip-cap", text: caption }),
-        el("span", { class: "chip-n", text: meaning.kind === "draw" ? "=" : meaning.short }),
+        el("span", { class: "chip-cap", text: meaning.caption }),
+        el("span", { class: "chip-n", text: meaning.short }),
       );
-      const label = `${capital(game.kind === "columns" ? "column" : "cell")} ${move + 1}: ${meaning.text} (score ${score})`;
+      const detail = mark.score !== undefined && mark.score !== null ? ` (score ${mark.score})` : "";
+      const label = `${capital(game.kind === "columns" ? "column" : "cell")} ${move + 1}: ${meaning.text}${detail}`;
       chip.title = label;
       if (game.kind === "columns") chip.setAttribute("aria-label", label);
     });
@@ -299,6 +314,30 @@ export class Board {
     for (let i = 0; i < index; i++) if (position.moves[i] === move) row--;
     return row * this.game.width + move;
   }
+}
+
+/**
+ * What a chip says for `mark` (see update()): {kind, caption, short, text, bound}.
+ * Exact: "win in 5" / "draw" / "loss in 3". Estimate: "est. +2", in the neutral colour,
+ * because it is a guess of a limited search, not a result. Bounds: what is proven so
+ * far ("win", "draw or better", ...); null while nothing is.
+ */
+export function describeMark(game, ply, mark) {
+  if (!mark) return null;
+  if (mark.score !== undefined && mark.score !== null) {
+    const meaning = describeScore(game, ply, mark.score, mark.exact !== false);
+    const caption =
+      meaning.kind === "win" ? "win in" : meaning.kind === "loss" ? "loss in" : meaning.kind === "eval" ? "est." : "draw";
+    return { ...meaning, caption, short: meaning.kind === "draw" ? "=" : meaning.short, bound: false };
+  }
+  const { lo, hi } = mark;
+  if (lo === undefined || hi === undefined) return null;
+  if (lo === hi) return describeMark(game, ply, { score: lo, exact: true });
+  if (lo > 0) return { kind: "win", caption: "win", short: "…", text: "a win (its length is being solved)", bound: true };
+  if (hi < 0) return { kind: "loss", caption: "loss", short: "…", text: "a loss (its length is being solved)", bound: true };
+  if (lo === 0) return { kind: "draw", caption: "draw", short: "or +", text: "at least a draw (being solved)", bound: true };
+  if (hi === 0) return { kind: "draw", caption: "draw", short: "or −", text: "at best a draw (being solved)", bound: true };
+  return null;
 }
 
 function capital(text) {

@@ -48,7 +48,16 @@ def parser() -> ArgumentParser:
         help="transposition table size (default 64)",
     )
     p.add_argument("--games", type=int, metavar="N", help="play perfect against --opponent")
-    p.add_argument("--opponent", default="easy", help="level perfect plays (default easy)")
+    p.add_argument(
+        "--opponent", default="easy", help="a level, or 'random', that perfect plays (default easy)"
+    )
+    p.add_argument(
+        "--start-ply",
+        type=int,
+        default=0,
+        metavar="N",
+        help="start each game from a uniformly drawn position of a ply in 0..N (default 0)",
+    )
     p.add_argument("--move-ms", type=int, default=2000, help="perfect's time a move (default 2000)")
     return p
 
@@ -89,7 +98,7 @@ def main(argv: list[str]) -> int:
     )
 
     if args.games is not None:
-        return _games(args.games, args.opponent, args.move_ms)
+        return _games(args.games, args.opponent, args.move_ms, args.start_ply)
     if args.limit is not None and args.limit <= 0:
         return fail("plybot bench", f"'{args.limit}': --limit must be positive")
     if args.table_mb <= 0:
@@ -131,8 +140,8 @@ def main(argv: list[str]) -> int:
     return 1 if failed else 0
 
 
-def _games(games: int, opponent: str, move_ms: int) -> int:
-    from engine.bench import format_games, play_games
+def _games(games: int, opponent: str, move_ms: int, start_ply: int) -> int:
+    from engine.bench import RANDOM, format_games, play_games
     from engine.errors import PlybotError
     from engine.levels import get_level
 
@@ -140,9 +149,12 @@ def _games(games: int, opponent: str, move_ms: int) -> int:
         return fail("plybot bench", f"'{games}': --games must be positive")
     if move_ms <= 0:
         return fail("plybot bench", f"'{move_ms}': --move-ms must be positive")
+    if not 0 <= start_ply <= 41:
+        return fail("plybot bench", f"'{start_ply}': --start-ply must be in 0..41")
     try:
-        get_level(opponent)
+        if opponent != RANDOM:
+            get_level(opponent)
     except PlybotError as exc:
-        return fail("plybot bench", str(exc))
-    print(format_games(play_games(games, opponent, move_ms / 1000)))
+        return fail("plybot bench", f"{exc} (or '{RANDOM}')")
+    print(format_games(play_games(games, opponent, move_ms / 1000, start_ply)))
     return 0

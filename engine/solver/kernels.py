@@ -12,7 +12,10 @@ point closes over ``SOURCE_DIGEST``, a hash of all the solver's compiled
 sources: any edit there compiles afresh instead of loading stale code.
 
 Entry points (``table``/``layout`` from :func:`engine.solver.table.new_table`;
-``limits`` = float64 ``[node_limit, deadline]``; ``counters[0]`` = nodes, added to):
+``limits`` = float64 ``[node_limit, deadline]``, read afresh at each check, so another
+thread can end a search by moving the deadline; ``counters[0]`` = nodes, added to).
+Each entry point releases the GIL (``nogil``): a process's other threads (a worker's
+heartbeat) run while it searches:
 
 * ``init(table, layout, cur, mask, ply) -> (lo, hi, best)``
 * ``step(table, layout, cur, mask, ply, lo, hi, best, weak, limits, counters)
@@ -101,13 +104,13 @@ def kernels(width: int, height: int) -> Kernels:
     ORDER = np.array(b.order, dtype=np.int64)
     COLMASK = np.array([b.column_mask(c) for c in range(W)], dtype=np.uint64)
 
-    @njit(cache=True)
+    @njit(cache=True, nogil=True)
     def init(table, layout, cur, mask, ply):
         _ = digest
         geo = (W, H1, BOTTOM, BOARD, CELLS, MAXS, KMASK, ORDER, COLMASK)
         return root_init(geo, table, layout, cur, mask, ply)
 
-    @njit(cache=True)
+    @njit(cache=True, nogil=True)
     def step(table, layout, cur, mask, ply, lo, hi, best, weak, limits, counters):
         _ = digest
         geo = (W, H1, BOTTOM, BOARD, CELLS, MAXS, KMASK, ORDER, COLMASK)
@@ -116,7 +119,7 @@ def kernels(width: int, height: int) -> Kernels:
             geo, table, layout, ws, cur, mask, ply, lo, hi, best, weak, limits, counters
         )
 
-    @njit(cache=True)
+    @njit(cache=True, nogil=True)
     def batch(
         table, layout, buf, starts, ends, weak, analyze, strict, limits, out, seconds, columns
     ):
@@ -166,14 +169,14 @@ def kernels(width: int, height: int) -> Kernels:
             out[p, UPPER] = hi
             out[p, BEST] = best
 
-    @njit(cache=True)
+    @njit(cache=True, nogil=True)
     def put(table, layout, key, empty, lower, upper, move, work):
         _ = digest
         filed, flipped = canonical(key, empty, layout, W, H1)
         move = oriented(move, flipped, W)
         store(table, filed, empty, lower, upper, move, work, layout, KMASK)
 
-    @njit(cache=True)
+    @njit(cache=True, nogil=True)
     def get(table, layout, key, empty):
         _ = digest
         return probe(table, canonical(key, empty, layout, W, H1)[0], empty, layout, KMASK)

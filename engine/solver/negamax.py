@@ -100,7 +100,6 @@ def search(geo, table, layout, ws, cur0, mask0, ply0, alpha, beta, limits, count
     width, h1, bottom, board, cells, max_stones, kmask, order, colmask = geo
     fc, fm, fa, fb, f0, fn, fi, fbest, fw, fmv, fmade, ft, fk, ff, scores = ws
     node_limit = np.int64(limits[0])
-    deadline = limits[1]
     nodes = counters[0]
     next_check = nodes + 1  # check at the first node: a deadline may be past already
 
@@ -117,7 +116,9 @@ def search(geo, table, layout, ws, cur0, mask0, ply0, alpha, beta, limits, count
         if mode == _ENTER:
             nodes += 1
             if nodes >= next_check:
-                if nodes > node_limit or monotonic() >= deadline:
+                # limits[1] is read afresh: another thread may move the deadline to now
+                # (Solver.interrupt), and the search returns within CHECK_EVERY nodes.
+                if nodes > node_limit or monotonic() >= limits[1]:
                     aborted = True
                     break
                 next_check = min(nodes + CHECK_EVERY, node_limit + 1)

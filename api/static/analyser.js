@@ -1,0 +1,653 @@
+// The analysis view: explore positions as a tree of moves; the service scores each one.
+//
+// Honesty rules (issue 11): a proven result reads as one ("win in 5"); an estimate of a
+// limited search never does ("est. +2", neutral colour, nothing outlined as best); while a
+// solve runs, the headline only counts time (it never jumps back), and each column's chip
+// fills in as soon as something about it is proven (per-column progress, when the service
+// sends it), else all of them at the end.
+
+import { ApiError, analyseOnce, cancelAnalysis, followAnalysis, request } from "./api.js";
+import { $, Alert, errorText, isPassing } from "./alert.js";
+import { Board } from "./board.js";
+import { MoveTree } from "./movetree.js";
+import { GAMES, Position, RulesError, describeScore, ordinal } from "./rules.js";
+
+/** Moves of the best line shown: enough to see the plan, the same length whether the
+ * answer came from the cache (short line) or a solve (a line to the end of the game). */
+const PV_SHOWN = 10;
+
+const HIDE_KEY = "plybot.hideScores";
+
+export function analyseHash(game, notation, review = false) {
+  return `#/analyse/${game.name}/${notation}${review ? "/review" : ""}`;
+}
+
+/** Plain words for a score's kind, to say what a move changed. */
+const RESULT_WORD = { win: "win", draw: "draw", loss: "loss" };
+const RANK = { loss: 0, draw: 1, win: 2 };
+
+/**
+ * Per-column data of a progress event, as marks for the board (see Board.update). The
+ * analysis API may send, while a solve runs, `moves` ({move: score}, each proven) and/or
+ * `bounds` ({move: [lower, upper]} or {move: {lower, upper}}): whatever arrives is shown.
+ */
+export function progressMarks(progress) {
+  const marks = {};
+  for (const [name, value] of Object.entries(progress?.bounds || {})) {
+    const lo = Array.isArray(value) ? value[0] : value?.lower ?? value?.lo;
+    const hi = Array.isArray(value) ? value[1] : value?.upper ?? value?.hi;
+    if (!Number.isFinite(lo) || !Number.isFinite(hi)) continue;
+    // Bounds that meet are that column's exact score, solved while the others go on.
+    marks[Number(name) - 1] = lo === hi ? { score: lo, exact: true } : { lo, hi };
+  }
+  for (const [name, value] of Object.entries(progress?.moves || {})) {
+    if (Number.isFinite(value)) marks[Number(name) - 1] = { score: value, exact: true };
+    else if (value && Number.isFinite(value.score)) marks[Number(name) - 1] = { score: value.score, exact: value.exact !== false };
+  }
+  return marks;
+}
+
+export class Analyser {
+  constructor() {
+    this.alert = new Alert($("#analyse-alert"));
+    this.board = new Board($("#analyse-board"), { name: "Analysis board", onMove: (m) => this.play(m) });
+    this.game = GAMES.connect4;
+    this.tree = new MoveTree();
+    this.position = new Position(this.game);
+    this.results = new Map(); // "game:mode:moves" -> the analysis result
+    this.partial = new Map(); // "game:mode:moves" -> {move: mark} from per-column progress
+    this.progress = null; // latest progress of the running search
+    this.streamed = []; // depths of the progress events received for the current position
+    this.running = null; // {key, id, stop, done}
+    this.timer = null;
+    this.ticker = null; // redraws the elapsed time of a running solve
+    this.startedAt = 0;
+    this.failed = null; // {key, message}: the last analysis error
+    this.invalid = null; // why the position asked for (a link, a paste) is not legal
+    this.stamp = 0; // bumps on each new search, so late answers of old ones are dropped
+    this.review = null; // {line, index, total, controller, error}
+    this.hideScores = localStorage.getItem(HIDE_KEY) === "1";
+    $("#an-hide").checked = this.hideScores;
+
+    $("#an-undo").addEventListener("click", () => this.undo());
+    $("#an-redo").addEventListener("click", () => this.redoMove());
+    $("#an-start").addEventListener("click", () => this.toStart());
+    $("#an-copy").addEventListener("click", () => this.copyLink());
+    $("#an-best").addEventListener("click", () => this.playBest());
+    $("#an-review").addEventListener("click", () => this.startReview());
+    $("#an-hide").addEventListener("change", () => {
+      this.hideScores = $("#an-hide").checked;
+      localStorage.setItem(HIDE_KEY, this.hideScores ? "1" : "0");
+      this.render();
+    });
+    $("#an-game").addEventListener("change", () => {
+      this.newTree(GAMES[$("#an-game").value], []);
+    });
+    $("#an-mode").addEventListener("change", () => this.analyse());
+    $("#analyse-form").addEventListener("submit", (e) => {
+      e.preventDefault();
+      this.paste($("#an-moves").value);
+    });
+  }
+
+  get mode() {
+    return $("#an-mode").value;
+  }
+
+  keyFor(mode, game, notation) {
+    return `${game.name}:${mode}:${notation}`;
+  }
+
+  key(position = this.position) {
+    return this.keyFor(this.mode, position.game, position.notation());
+  }
+
+  /** Show `notation` of `gameName` (from the address); `review` starts a game review. */
+  open(gameName, notation, review = false) {
+    const game = GAMES[gameName];
+    if (!game) {
+      this.invalid = `'${gameName}': unknown game (known: ${Object.keys(GAMES).join(", ")})`;
+      this.alert.show(this.invalid, { cause: "link" });
+      this.stop();
+      this.render();
+      return;
+    }
+    const same = game === this.game && notation === this.position.notation() && this.board.game && !this.invalid;
+    if (!same) this.paste(notation, game, { fromLink: true });
+    else this.render();
+    if (review && !this.invalid) this.startReview();
+  }
+
+  /**
+   * Show the position of move string `text`. A string the rules refuse is sent to the
+   * service anyway, so the message shown is the API's own (the engine's wording, naming
+   * the bad move and its index); the board stays as it was and nothing is searched.
+   */
+  async paste(text, game = GAMES[$("#an-game").value], { fromLink = false } = {}) {
+    const notation = text.replace(/[\s,]+/g, "");
+    let position;
+    try {
+      position = Position.parse(game, notation);
+    } catch (err) {
+      if (!(err instanceof RulesError)) throw err;
+      let message = err.message;
+      this.stop();
+      this.invalid = message; // "No evaluation" at once, not "Searching…"
+      if (game !== this.game) this.newTree(game, [], { analyse: false });
+      this.render();
+      try {
+        await request("POST", "/v1/analyses", { game: game.name, position: notation, mode: "solve" });
+      } catch (apiErr) {
+        if (apiErr instanceof ApiError && apiErr.status === 422) message = apiErr.message;
+      }
+      this.invalid = fromLink ? `This link's position is not legal: ${message}` : message;
+      this.alert.show(this.invalid, { cause: "position" });
+      this.render();
+      $("#an-moves").value = text;
+      $("#an-moves").setAttribute("aria-invalid", "true");
+      return;
+    }
+    this.alert.clear("position");
+    this.alert.clear("link");
+    this.invalid = null;
+    $("#an-moves").removeAttribute("aria-invalid");
+    if (game !== this.game) this.newTree(game, position.moves);
+    else {
+      this.tree.goToLine(position.moves);
+      this.tree.remember();
+      this.setPosition(position);
+    }
+  }
+
+  newTree(game, moves, { analyse = true } = {}) {
+    this.cancelReview();
+    this.game = game;
+    this.tree = new MoveTree();
+    this.tree.goToLine(moves);
+    const position = new Position(game);
+    for (const m of moves) position.play(m);
+    if (analyse) this.setPosition(position);
+    else {
+      this.position = position;
+      this.board.setGame(game);
+    }
+  }
+
+  /** Make `position` (the tree's current node) the one shown and analysed. */
+  setPosition(position) {
+    this.game = position.game;
+    this.position = position;
+    this.alert.clear("key");
+    this.alert.clear("copy"); // the link copied was the previous position's
+    $("#an-game").value = this.game.name;
+    $("#an-moves").value = position.notation();
+    $("#an-moves").removeAttribute("aria-invalid");
+    const hash = analyseHash(this.game, position.notation());
+    if (location.hash !== hash || location.search) {
+      history.replaceState(null, "", location.pathname + hash);
+    }
+    $("#tab-analyse").href = hash;
+    this.analyse();
+  }
+
+  /** Show the tree's current node. */
+  goToCurrent() {
+    const position = new Position(this.game);
+    for (const m of this.tree.current.path()) position.play(m);
+    this.invalid = null;
+    this.alert.clear("position");
+    this.alert.clear("link");
+    this.setPosition(position);
+  }
+
+  play(move) {
+    if (this.invalid) {
+      this.invalid = null;
+      this.alert.clear("position");
+      this.alert.clear("link");
+    }
+    if (!this.position.canPlay(move)) {
+      if (!this.position.over) {
+        const what = this.game.kind === "columns" ? `Column ${move + 1} is full` : `Cell ${move + 1} is taken`;
+        this.alert.show(`${what}: choose another move.`, { kind: "info", cause: "key" });
+      }
+      return;
+    }
+    this.tree.play(move);
+    this.tree.remember();
+    this.goToCurrent();
+  }
+
+  /** Play `moves` (in notation) from the current position, as one step. */
+  playLine(moves) {
+    for (const name of moves) {
+      const move = Number(name) - 1;
+      const path = this.tree.current.path();
+      const probe = new Position(this.game);
+      for (const m of path) probe.play(m);
+      if (!probe.canPlay(move)) break;
+      this.tree.play(move);
+    }
+    this.tree.remember();
+    this.goToCurrent();
+  }
+
+  /** The best move of the result shown (the "play best move" control and key). */
+  playBest() {
+    const result = this.results.get(this.key());
+    if (!result || result.best_move === null || result.best_move === undefined || this.position.over) return;
+    this.play(Number(result.best_move) - 1);
+  }
+
+  undo() {
+    if (!this.position.ply) return;
+    this.tree.back();
+    this.goToCurrent();
+  }
+
+  redoMove() {
+    if (!this.tree.forward()) return;
+    this.goToCurrent();
+  }
+
+  toStart() {
+    this.tree.current = this.tree.root;
+    this.goToCurrent();
+  }
+
+  async copyLink() {
+    const url = location.href;
+    try {
+      await navigator.clipboard.writeText(url);
+      this.alert.show(`Link copied: ${url}`, { kind: "info", cause: "copy" });
+    } catch {
+      this.alert.show(`Link to this position: ${url}`, { kind: "info", cause: "copy" });
+    }
+  }
+
+  /** Ask the service for the current position's scores (unless known or over). */
+  analyse() {
+    this.stop();
+    this.progress = null;
+    this.streamed = [];
+    const key = this.key();
+    if (this.failed && this.failed.key !== key) this.failed = null;
+    this.render();
+    if (this.position.over || this.results.has(key) || this.invalid) return;
+    const stamp = ++this.stamp;
+    this.startedAt = performance.now();
+    this.ticker = setInterval(() => this.renderHeadline(), 1000);
+    // A short pause, so clicking through several moves asks only for the last position.
+    this.timer = setTimeout(() => this.submit(key, stamp), 120);
+  }
+
+  /**
+   * Stop following the running analysis and cancel it on the server: the page no longer
+   * shows it (another position, the other view, the page closed), so no worker should
+   * go on with it.
+   */
+  stop() {
+    clearTimeout(this.timer);
+    clearInterval(this.ticker);
+    this.ticker = null;
+    this.stamp++;
+    const running = this.running;
+    this.running = null;
+    if (running) {
+      running.stop?.();
+      if (running.id && !running.done) cancelAnalysis(running.id);
+    }
+  }
+
+  /** The view is left (the Play tab, or the page goes away). */
+  leave() {
+    this.stop();
+    this.cancelReview();
+  }
+
+  async submit(key, stamp) {
+    const position = this.position.copy();
+    const body = { game: position.game.name, position: position.notation(), moves: "all", mode: this.mode };
+    if (body.mode === "time") body.time_ms = 1000;
+    const retry = (err) => {
+      this.alert.show(errorText(err), { retryIn: err.retryAfter || 3, cause: "service" });
+      this.timer = setTimeout(() => {
+        if (stamp === this.stamp) this.submit(key, stamp);
+      }, (err.retryAfter || 3) * 1000);
+    };
+    const running = { key, id: null, stop: null, done: false };
+    this.running = running;
+    try {
+      const job = await request("POST", "/v1/analyses", body);
+      running.id = job.id;
+      if (stamp !== this.stamp) {
+        // The position changed while the request was on its way: nobody wants it now.
+        if (job.status !== "done") cancelAnalysis(job.id);
+        return;
+      }
+      this.alert.clear("service");
+      if (job.status === "done" && job.result) {
+        running.done = true;
+        this.finish(key, job.result);
+        return;
+      }
+      running.stop = followAnalysis(job.id, {
+        onProgress: (progress) => {
+          if (stamp !== this.stamp) return;
+          this.alert.clear("service"); // the service answers again: the outage message goes
+          this.progress = progress;
+          this.streamed.push(progress.depth);
+          const marks = progressMarks(progress);
+          if (Object.keys(marks).length) this.partial.set(key, { ...(this.partial.get(key) || {}), ...marks });
+          this.render();
+        },
+        onResult: (analysis) => {
+          running.done = true;
+          if (stamp === this.stamp) this.finish(key, analysis.result);
+        },
+        onError: (err) => {
+          if (stamp !== this.stamp) return;
+          if (isPassing(err)) {
+            this.alert.show(errorText(err), { retryIn: err.retryAfter || 3, cause: "service" });
+          } else {
+            running.done = true;
+            this.failed = { key, message: errorText(err) };
+            this.alert.show(`The analysis failed: ${errorText(err)}`, { cause: "analysis" });
+            this.running = null;
+            clearInterval(this.ticker);
+            this.render();
+          }
+        },
+      });
+    } catch (err) {
+      if (stamp !== this.stamp) return;
+      if (isPassing(err)) {
+        retry(err);
+      } else {
+        this.failed = { key, message: errorText(err) };
+        this.alert.show(errorText(err), { cause: "analysis" });
+        clearInterval(this.ticker);
+        this.render();
+      }
+    }
+  }
+
+  finish(key, result) {
+    this.results.set(key, result);
+    this.partial.delete(key);
+    this.running = null;
+    this.progress = null;
+    clearInterval(this.ticker);
+    this.ticker = null;
+    this.alert.clear("service");
+    this.render();
+  }
+
+  // -- review -------------------------------------------------------------------------
+
+  /**
+   * Review the main line: solve every position on it (one at a time, so the workers stay
+   * free for others) and mark each move that changed the result: a win given away, a
+   * draw turned into a loss. Exact scores only; a position not solved exactly is said so.
+   */
+  async startReview() {
+    this.cancelReview();
+    const line = this.tree.mainLine();
+    if (!line.length) return;
+    const controller = new AbortController();
+    const review = { line, index: 0, total: line.length, controller, error: null, done: false, unsure: 0 };
+    this.review = review;
+    this.renderReview();
+    for (let i = 0; i < line.length; i++) {
+      const position = new Position(this.game);
+      for (const m of line.slice(0, i)) position.play(m);
+      const key = this.keyFor("solve", this.game, position.notation());
+      if (!this.results.has(key)) {
+        try {
+          const result = await analyseOnce(this.game.name, position.notation(), { signal: controller.signal });
+          this.results.set(key, result);
+        } catch (err) {
+          if (err.name === "AbortError" || this.review !== review) return;
+          review.error = errorText(err);
+          this.renderReview();
+          return;
+        }
+      }
+      if (this.review !== review) return;
+      if (!this.results.get(key).exact) review.unsure++;
+      review.index = i + 1;
+      this.render();
+    }
+    review.done = true;
+    this.render();
+  }
+
+  cancelReview() {
+    this.review?.controller.abort();
+    this.review = null;
+    $("#an-review-list").replaceChildren();
+    $("#an-review-status").textContent = "";
+  }
+
+  /** A reviewed move's mark for the move list, or null: did it change the result? */
+  reviewMark(node) {
+    if (!this.review || this.hideScores) return null;
+    const before = new Position(this.game);
+    for (const m of node.parent.path()) before.play(m);
+    const result = this.results.get(this.keyFor("solve", this.game, before.notation()));
+    if (!result || !result.exact || !result.moves) return null;
+    const played = result.moves[String(node.move + 1)];
+    if (played === undefined) return null;
+    const was = describeScore(this.game, before.ply, result.score, true).kind;
+    const now = describeScore(this.game, before.ply, played, true).kind;
+    if (RANK[now] >= RANK[was]) return null;
+    const unit = this.game.kind === "columns" ? "column" : "cell";
+    return {
+      glyph: "??",
+      kind: "blunder",
+      title: `turned a ${RESULT_WORD[was]} into a ${RESULT_WORD[now]} (best: ${unit} ${result.best_move})`,
+    };
+  }
+
+  renderReview() {
+    const review = this.review;
+    const status = $("#an-review-status");
+    const list = $("#an-review-list");
+    list.replaceChildren();
+    if (!review) {
+      status.textContent = "";
+      return;
+    }
+    if (review.error) {
+      status.textContent = `The review stopped: ${review.error}`;
+      return;
+    }
+    if (!review.done) {
+      status.textContent = `Reviewing… ${review.index} of ${review.total} positions solved.`;
+    }
+    const nodes = [];
+    for (let n = this.tree.root.children[0]; n; n = n.children[0]) nodes.push(n);
+    const marked = nodes.slice(0, review.index).filter((n) => this.reviewMark(n));
+    for (const node of marked) {
+      const mark = this.reviewMark(node);
+      const item = document.createElement("li");
+      const link = document.createElement("button");
+      link.type = "button";
+      link.className = "linklike";
+      const who = this.game.sides[(node.ply - 1) % 2];
+      link.textContent = `Move ${node.ply}, ${who} ${node.move + 1}`;
+      link.addEventListener("click", () => {
+        this.tree.current = node.parent;
+        this.goToCurrent();
+      });
+      item.append(link, ` ${mark.glyph} ${mark.title}.`);
+      list.append(item);
+    }
+    if (review.done) {
+      const unsure = review.unsure ? ` (${review.unsure} positions could not be solved exactly in time)` : "";
+      status.textContent = this.hideScores
+        ? "Review done; scores are hidden."
+        : marked.length
+          ? `Review done: ${marked.length} move${marked.length > 1 ? "s" : ""} changed the result${unsure}.`
+          : `Review done: no move changed the result${unsure}.`;
+    }
+  }
+
+  // -- drawing --------------------------------------------------------------------------
+
+  renderHeadline() {
+    const verdict = $("#an-verdict");
+    if (!verdict.classList.contains("searching")) return;
+    const seconds = Math.floor((performance.now() - this.startedAt) / 1000);
+    const marks = this.partial.get(this.key()) || {};
+    const legal = this.position.legalMoves().length;
+    const known = Object.values(marks).filter((m) => m.score !== undefined || m.lo === m.hi).length;
+    const what = this.mode === "solve" ? "Solving exactly" : "Searching";
+    const parts = [`${what}…`];
+    if (known) parts.push(`${known} of ${legal} ${this.game.kind === "columns" ? "columns" : "cells"} solved`);
+    if (seconds >= 1) parts.push(`${seconds} s`);
+    verdict.textContent = parts.join(" · ");
+    const note = $("#an-note");
+    if (seconds >= 5 && this.mode === "solve") {
+      note.textContent =
+        "Solving an opening exactly can take up to a minute. For an estimate now, choose Search: Quick.";
+      note.hidden = false;
+    }
+  }
+
+  render() {
+    const position = this.position;
+    const game = this.game;
+    const key = this.key();
+    const result = this.invalid ? null : this.results.get(key);
+    const searching = !result && !position.over && !this.failed && !this.invalid;
+    const hidden = this.hideScores;
+    let marks = null;
+    let best = [];
+    if (result && result.moves) {
+      marks = {};
+      // A move whose proven bounds meet is exact even when the whole analysis is not.
+      const proven = result.bounds || {};
+      for (const [name, score] of Object.entries(result.moves)) {
+        const [lo, hi] = proven[name] || [];
+        marks[Number(name) - 1] = { score, exact: result.exact || (lo !== undefined && lo === hi) };
+      }
+      // Outlined as best only when proven: exact scores, every move scored.
+      if (result.exact) {
+        const top = Math.max(...Object.values(result.moves));
+        best = Object.entries(result.moves)
+          .filter(([, s]) => s === top)
+          .map(([name]) => Number(name) - 1);
+      }
+    } else if (searching && this.partial.has(key)) {
+      marks = this.partial.get(key);
+    }
+    this.board.setGame(game);
+    this.board.update(position, { marks, best, pending: searching, hidden });
+
+    const mover = game.sides[position.sideToMove];
+    const other = game.sides[1 - position.sideToMove];
+    let status;
+    if (position.outcome) {
+      const w = position.outcome.winner;
+      status = w === null ? "Draw: the board is full." : `${game.sides[w]} won with ${game.kind === "columns" ? "four" : "three"} in a row.`;
+    } else {
+      status = `${mover} to move · move ${position.ply + 1}`;
+    }
+    $("#analyse-status").textContent = status;
+
+    const verdict = $("#an-verdict");
+    verdict.className = "verdict";
+    verdict.removeAttribute("title");
+    const note = $("#an-note");
+    note.hidden = true;
+    if (this.invalid) {
+      verdict.textContent = "No evaluation: this position is not legal.";
+    } else if (position.over) {
+      verdict.textContent = "The game is over.";
+    } else if (hidden) {
+      verdict.textContent = "Scores are hidden.";
+    } else if (result) {
+      const meaning = describeScore(game, position.ply, result.score, result.exact);
+      verdict.classList.add(meaning.kind);
+      if (meaning.kind === "win") verdict.textContent = `${mover} wins with its ${ordinal(meaning.n)} move from now.`;
+      else if (meaning.kind === "loss") verdict.textContent = `${other} wins with its ${ordinal(meaning.n)} move from now.`;
+      else if (meaning.kind === "draw") verdict.textContent = "Draw with best play.";
+      else {
+        const lean = result.score > 0 ? `${mover} looks better` : result.score < 0 ? `${other} looks better` : "looks balanced";
+        verdict.textContent = `Not solved. Estimate: ${lean} (est. ${meaning.short}).`;
+        note.textContent =
+          "An estimate is a guess from a search that stopped before the end of the game; it is not a result. Choose Search: Exact for a proven one.";
+        note.hidden = false;
+      }
+      verdict.title = `score ${result.score}`;
+    } else if (this.failed) {
+      verdict.textContent = "No evaluation.";
+    } else {
+      verdict.classList.add("searching");
+      verdict.textContent = "";
+      this.renderHeadline();
+    }
+
+    const pvNode = $("#an-pv");
+    const pv = result && !hidden ? result.pv || [] : [];
+    pvNode.replaceChildren();
+    if (!position.over && pv.length) {
+      pv.slice(0, PV_SHOWN).forEach((move, i) => {
+        const button = document.createElement("button");
+        button.type = "button";
+        button.className = `pv-move ${game.kind} p${(position.ply + i) % 2}`;
+        button.textContent = move;
+        const who = game.sides[(position.ply + i) % 2];
+        button.setAttribute("aria-label", `Play the line to ${who}'s ${game.unit} ${move}`);
+        button.title = `${who} plays ${move}: click to play the line up to here`;
+        button.addEventListener("click", () => this.playLine(pv.slice(0, i + 1)));
+        pvNode.append(button);
+      });
+      if (pv.length > PV_SHOWN) pvNode.append(` … (${pv.length - PV_SHOWN} more)`);
+    } else {
+      pvNode.textContent = "—";
+    }
+    $("#an-stats").textContent = result && !position.over ? statsLine(result) : "";
+
+    $("#an-undo").disabled = position.ply === 0;
+    $("#an-start").disabled = position.ply === 0;
+    $("#an-redo").disabled = this.tree.current.children.length === 0;
+    $("#an-best").disabled = !result || result.best_move == null || position.over;
+
+    this.tree.render($("#an-tree"), {
+      name: (m) => String(m + 1),
+      sides: game.sides,
+      onPick: (node) => {
+        this.tree.current = node;
+        this.tree.remember();
+        this.goToCurrent();
+      },
+      annotate: (node) => this.reviewMark(node),
+    });
+    this.renderReview();
+  }
+}
+
+/** How the result was found, in plain words (no engine jargon, no worker names). */
+function statsLine(r) {
+  const time = formatTime(r.time_ms);
+  if (r.worker === "cache" || r.cache === "hit") {
+    return r.exact ? "Known already: this position was solved before." : "Known already: estimated before.";
+  }
+  if (r.exact) {
+    return r.nodes ? `Solved in ${time}, looking at ${formatCount(r.nodes)} positions.` : `Solved in ${time}.`;
+  }
+  return `Estimated in ${time} by looking ${r.depth} moves ahead.`;
+}
+
+function formatCount(n) {
+  if (n >= 1e9) return `${(n / 1e9).toFixed(1)} billion`;
+  if (n >= 1e6) return `${(n / 1e6).toFixed(1)} million`;
+  if (n >= 1e4) return `${Math.round(n / 1e3)} thousand`;
+  return n.toLocaleString("en");
+}
+
+function formatTime(ms) {
+  return ms >= 1000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.max(1, Math.round(ms))} ms`;
+}

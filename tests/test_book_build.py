@@ -1,0 +1,177 @@
+"""The book built by real workers over real Redis, through kills of the builder and a worker."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+import redis
+
+from engine.book import OpeningBook, parse
+from engine.connect4 import Connect4
+from engine.layer import chunks, positions_at
+from engine.solver import Solver
+from worker import keys
+from worker.client import JobClient
+from worker.contract import BookChunkRequest, MoveRequest
+from worker.jobstore import JobStore
+
+pytestmark = [pytest.mark.redis, pytest.mark.service]
+
+PLYBOT = str(Path(sys.executable).with_name("plybot"))
+T = TypeVar("T")
+SMALL_TABLE = {"PLYBOT_BOOK_TABLE_MB": "64"}
+
+
+def wait_for(what: Callable[[], T], timeout: float = 120.0) -> T:
+    """``what()`` once it is truthy (a state, polled), else fail after ``timeout`` s."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = what()
+        if value:
+            return value
+        time.sleep(0.01)
+    raise TimeoutError(f"not reached within {timeout} s: {what}")
+
+
+def reference(width: int, height: int, plies: int) -> dict[str, int]:
+    """Score of every position of plies 0..plies by canonical key: a fresh solver, one call."""
+    positions = [q for ply in range(plies + 1) for q in positions_at(ply, width, height)]
+    solved = Solver(width, height, table_bytes=16 << 20).solve_batch(
+        [q.notation() for q in positions]
+    )
+    return {q.key(): r.score for q, r in zip(positions, solved, strict=True) if r.score is not None}
+
+
+def test_workers_build_a_book_through_a_killed_builder_and_worker(
+    clean_redis: redis.Redis,
+    redis_url: str,
+    worker_pool,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    width, height, plies, size = 5, 4, 8, 20
+    plan = chunks(plies, width, height, size)
+    layer, out = tmp_path / "5x4.layer", tmp_path / "5x4.book"
+    command = [
+        PLYBOT, "book", "build", "--variant", "5x4", "--plies", str(plies),
+        "--chunk-size", str(size), "--layer", str(layer), "--out", str(out),
+    ]  # fmt: skip
+    env = {**os.environ, "REDIS_URL": redis_url}
+
+    # 1. A builder sends every chunk, with no worker running yet, and is killed.
+    first = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    queue = keys.rq_queue("book")
+    wait_for(lambda: clean_redis.llen(queue) == len(plan))
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+
+    # 2. Workers solve chunks with no builder there; one of them dies holding a chunk.
+    pool = worker_pool(2, queues="interactive,analysis,book", env=SMALL_TABLE)
+    results = keys.book_results("5x4", plies, size)
+    wait_for(lambda: clean_redis.hlen(results) >= 3)
+
+    def book_job_worker() -> str | None:
+        for job_id, worker in clean_redis.hgetall(keys.RUNNING).items():
+            if clean_redis.hget(keys.job(job_id.decode()), "kind") == b"book":
+                return str(worker.decode())
+        return None
+
+    pool.kill_worker(wait_for(book_job_worker))
+
+    # 3. The builder, run again, takes what was solved meanwhile and joins the jobs in flight.
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith("16,465 positions, complete to ply 8, in ")
+    assert "8,556/8,556 positions (100.0%)" in again.stderr
+    # Nothing solved twice, but the chunk of the worker that died (run again).
+    solved_positions = int(clean_redis.hget(keys.STATS, "book_positions_solved") or 0)
+    assert 8556 <= solved_positions <= 8556 + size
+    assert not clean_redis.exists(results)  # dropped once the book is written
+
+    solved = parse(layer.read_text(), "5x4")
+    assert sorted(line.moves for line in solved) == sorted(n for c in plan for n in c.notations)
+    book = OpeningBook.load(out)
+    assert book.complete == plies
+    expected = reference(width, height, plies)
+    assert {format(int(k), "x") for k in book.keys} == set(expected)
+    after_best = []
+    for position, score, best in book.positions():
+        assert score == expected[position.key()], position.notation()
+        child = position.copy()
+        child.push(best)
+        after_best.append((child, score))
+    deeper = [c.notation() for c, _ in after_best if c.outcome() is None and c.ply > plies]
+    solver = Solver(width, height, table_bytes=16 << 20)
+    expected.update(
+        (Connect4.parse(n, "5x4").key(), r.score)
+        for n, r in zip(deeper, solver.solve_batch(deeper), strict=True)
+        if r.score is not None
+    )
+    for child, score in after_best:  # the best move keeps the score
+        kept = -child.terminal_score() if child.outcome() is not None else -expected[child.key()]
+        assert kept == score, child.notation()
+
+    # verify agrees; a wrong entry is caught by its children.
+    checked = subprocess.run(
+        [PLYBOT, "book", "verify", "--book", str(out), "--sample", "5"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "6501/6501 entries below ply 8 agree with their children" in checked.stderr
+    scores = book.scores.copy()
+    scores[0] += 1  # the empty board's entry
+    OpeningBook(width, height, book.keys, scores, book.best, book.complete).save(out)
+    checked = subprocess.run(
+        [PLYBOT, "book", "verify", "--book", str(out), "--sample", "0"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert checked.returncode == 1 and "from its children" in checked.stdout
+
+
+def test_a_chunk_gives_way_to_a_bot_move(
+    clean_redis: redis.Redis, redis_url: str, worker_pool
+) -> None:  # type: ignore[no-untyped-def]
+    # 7x6 positions at ply 12: a tenth of a second or so each, so the chunk is still running
+    # when the bot move arrives (it is submitted once the chunk has started).
+    notations = [q.notation() for q in positions_at(12 - 4, 7, 6)[:4000:20]]
+    notations = [n + "1234" for n in notations if _playable(n + "1234")][:150]
+    worker_pool(1, queues="interactive,analysis,book", env=SMALL_TABLE)
+
+    async def go() -> None:
+        async with JobClient(redis_url) as client:
+            request = BookChunkRequest(
+                variant="7x6", plies=12, size=len(notations), index=0, notations=notations
+            )
+            chunk_id = JobStore(clean_redis).submit(request)
+            wait_for(lambda: clean_redis.hget(keys.job(chunk_id), "status") == b"running")
+            move = await client.move(MoveRequest(position="44", level="perfect"), timeout=120)
+            assert move.move
+            state = await client.wait(chunk_id, timeout=120)
+            assert state.status == "done" and state.result is not None
+            assert state.result.complete is False  # type: ignore[union-attr]
+            lines = state.result.lines  # type: ignore[union-attr]
+            assert 0 < len(lines) < len(notations)
+            assert [line.split()[0] for line in lines] == notations[: len(lines)]
+            # Kept for a builder that was not there, apart from a complete chunk's entry.
+            build = keys.book_results("7x6", 12, len(notations))
+            partial = clean_redis.hget(build, f"0:{chunk_id}")
+            assert partial is not None and json.loads(partial) == lines
+
+    asyncio.run(go())
+
+
+def _playable(notation: str) -> bool:
+    try:
+        position = Connect4.parse(notation)
+    except ValueError:
+        return False
+    return position.outcome() is None and not position.winning_moves()

@@ -1,0 +1,360 @@
+"""Workers under faults: a Redis outage, a hung worker, leases and eviction, cancels,
+bot moves behind analyses, memory per board size, secrets on command lines.
+
+Every test runs real worker processes (``plybot worker``) against a real
+``redis-server`` and waits for states, never for durations; tests on the shared
+Redis flush it first, so that no solve is answered from an earlier test's cache.
+An outage is the one fault held for a time: long enough that every lease lapses.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from worker import keys
+from worker.contract import AnalysisRequest, JobState, MoveRequest
+from worker.jobstore import JobStore
+from worker.processes import WorkerPool
+from worker.redis_server import RedisServer
+from worker.settings import get_settings
+
+pytestmark = [pytest.mark.redis, pytest.mark.service, pytest.mark.slow]
+
+LEASE_S = 2.0
+#: Exact solves of several seconds each (Pons' Test_L1_R3; none on the opening book's lines).
+LONG = {"13712": 3, "751321": 2, "226763": -2}
+
+
+def wait_for(check: Callable[[], object], what: str, timeout: float = 120.0) -> object:
+    """Poll ``check`` until it returns something true; that value."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise TimeoutError(f"not reached in {timeout:g} s: {what}")
+
+
+def benchmark(path: Path, count: int) -> dict[str, int]:
+    lines = path.read_text().split("\n")[:count]
+    return {p: int(s) for p, s in (line.split() for line in lines)}
+
+
+def solve(position: str) -> AnalysisRequest:
+    return AnalysisRequest(game="connect4", position=position, mode="solve")
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    """A Redis of the test's own, with its append-only file on (it is killed and restarted)."""
+    server = RedisServer(data_dir=tmp_path / "redis", persistent=True)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def pools() -> Iterator[list[WorkerPool]]:
+    started: list[WorkerPool] = []
+    yield started
+    for pool in started:
+        pool.stop()
+
+
+def start_pool(
+    pools: list[WorkerPool], url: str, count: int, env: dict[str, str] | None = None
+) -> WorkerPool:
+    pool = WorkerPool(url, count, env={"PLYBOT_WORKER_LEASE_S": str(LEASE_S), **(env or {})})
+    pools.append(pool)
+    return pool
+
+
+def store_for(url: str) -> JobStore:
+    return JobStore(redis.Redis.from_url(url), get_settings())
+
+
+def state(store: JobStore, job_id: str) -> JobState:
+    found = store.state(job_id)
+    assert found is not None, job_id
+    return found
+
+
+def running(store: JobStore, job_id: str) -> JobState | None:
+    found = state(store, job_id)
+    assert not found.finished, found
+    return found if found.status == "running" else None
+
+
+def finished(store: JobStore, job_id: str) -> JobState | None:
+    found = state(store, job_id)
+    return found if found.finished else None
+
+
+def children(pid: int) -> set[int]:
+    with open(f"/proc/{pid}/task/{pid}/children") as listing:
+        return {int(p) for p in listing.read().split()}
+
+
+def test_a_redis_outage_is_ridden_out_and_costs_no_attempt(
+    own_redis: RedisServer, pools: list[WorkerPool], benchmarks_dir: Path
+) -> None:
+    url = own_redis.url
+    pool = start_pool(pools, url, 2)
+    pool.wait_ready()
+    store = store_for(url)
+    expected = dict(list(LONG.items())[:2]) | benchmark(benchmarks_dir / "Test_L1_R2", 6)
+    ids = {store.submit(solve(p)): p for p in expected}
+    long_ids = [i for i, p in ids.items() if p in LONG]
+    for job_id in long_ids:  # a job in hand on each worker
+        wait_for(lambda j=job_id: running(store, j), f"{job_id} running")
+    store.redis.close()
+
+    own_redis.process.kill()  # SIGKILL: no save; it comes back from its append-only file
+    own_redis.process.wait()
+    down_at = time.monotonic()
+    # A worker pool started during the outage: its supervisor and worker wait for Redis.
+    late = start_pool(pools, url, 1)
+    wait_for(lambda: children(late.pid), "the late pool's worker started")
+    while time.monotonic() - down_at < 3 * LEASE_S:  # the fault: every lease lapses
+        assert pool.process.poll() is None and late.process.poll() is None
+        time.sleep(0.1)
+    own_redis.start()
+
+    store = store_for(url)
+    for job_id, position in ids.items():
+        done = wait_for(lambda j=job_id: finished(store, j), f"{job_id} finished")
+        assert isinstance(done, JobState)
+        assert done.status == "done", done.error
+        assert done.result is not None and done.result.score == expected[position], position
+        assert done.attempts == 1, (position, done.attempts)  # the outage is no attempt
+    assert pool.process.poll() is None and late.process.poll() is None
+    late.wait_ready()
+    pool.wait_ready()
+
+
+def test_a_hung_worker_loses_its_job_to_a_live_one(
+    own_redis: RedisServer, pools: list[WorkerPool]
+) -> None:
+    url = own_redis.url
+    pool = start_pool(pools, url, 2)
+    pool.wait_ready()
+    store = store_for(url)
+    position, score = next(iter(LONG.items()))
+    job_id = store.submit(solve(position))
+    first = wait_for(lambda: running(store, job_id), "running")
+    assert isinstance(first, JobState) and first.worker
+    pid = pool.kill_worker(first.worker, signal.SIGSTOP)  # alive to its supervisor, but hung
+    try:
+        second = wait_for(
+            lambda: (s := running(store, job_id)) and s.attempts == 2 and s,
+            "run again by the live worker",
+            timeout=60,
+        )
+        assert isinstance(second, JobState) and second.worker != first.worker
+        done = wait_for(lambda: finished(store, job_id), "finished")
+        assert isinstance(done, JobState) and done.status == "done"
+        assert done.worker == second.worker and done.result and done.result.score == score
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    # Woken up, the hung worker cannot answer the job again, and serves on.
+    pool.wait_ready(2)
+    assert state(store, job_id).worker == second.worker
+
+
+def test_nothing_a_running_job_needs_can_be_evicted(
+    own_redis: RedisServer, pools: list[WorkerPool]
+) -> None:
+    url = own_redis.url
+    pool = start_pool(pools, url, 1)
+    pool.wait_ready()
+    store = store_for(url)
+    job_id = store.submit(solve(next(iter(LONG))))
+    wait_for(lambda: running(store, job_id), "running")
+    conn = store.redis
+    needed = [
+        keys.job(job_id),
+        f"rq:job:{job_id}",
+        keys.RUNNING,
+        keys.HEARTBEATS,
+        keys.WORKERS,
+        keys.STATS,
+    ]
+    # volatile-lru evicts only keys with a TTL: none of these has one.
+    assert {key: conn.ttl(key) for key in needed} == dict.fromkeys(needed, -1)
+    assert conn.type(keys.HEARTBEATS) == b"hash"
+    assert not conn.keys("plybot:alive:*")
+    store.cancel(job_id)
+
+
+def test_a_running_analysis_stops_within_a_second_of_its_cancel(
+    clean_redis: redis.Redis, redis_url: str, worker_pool: Callable[..., WorkerPool]
+) -> None:
+    worker_pool(1)
+    store = store_for(redis_url)
+    job_id = store.submit(solve("751321"))
+    wait_for(lambda: running(store, job_id), "running")
+    asked = time.monotonic()
+    assert store.withdraw(job_id) == "stopping"
+    done = wait_for(lambda: finished(store, job_id), "stopped", timeout=30)
+    took = time.monotonic() - asked
+    assert isinstance(done, JobState) and done.status == "failed"
+    assert done.error == "canceled by the requester"
+    print(f"cancel to stop: {took * 1000:.0f} ms")
+    assert took < 1.0, f"stopped {took:.2f} s after the cancel"
+
+
+def test_bot_moves_do_not_wait_behind_analyses(
+    clean_redis: redis.Redis, redis_url: str, worker_pool: Callable[..., WorkerPool]
+) -> None:
+    worker_pool(2)
+    store = store_for(redis_url)
+    analyses = {store.submit(solve(p)): s for p, s in LONG.items()}
+    wait_for(
+        lambda: sum(state(store, j).status == "running" for j in analyses) == 2,
+        "every worker busy on an analysis",
+    )
+    waits = []
+    for position in ("1", "12", "123", "1234", "4"):
+        asked = time.monotonic()
+        move = store.submit(MoveRequest(game="tictactoe", position=position, level="hard"))
+        done = wait_for(lambda m=move: finished(store, m), "the bot's move", timeout=30)
+        waits.append(time.monotonic() - asked)
+        assert isinstance(done, JobState) and done.status == "done", done
+    print("bot move waits behind busy workers (ms):", [round(w * 1000) for w in waits])
+    assert max(waits) <= 1.0, waits
+    for job_id, score in analyses.items():  # preempted analyses run on, uncharged
+        done = wait_for(lambda j=job_id: finished(store, j), "analysis done", timeout=300)
+        assert isinstance(done, JobState) and done.status == "done"
+        assert done.result and done.result.score == score and done.attempts == 1
+
+
+def test_solver_tables_stay_within_the_worker_budget(
+    clean_redis: redis.Redis, redis_url: str, worker_pool: Callable[..., WorkerPool]
+) -> None:
+    sizes = ["7x6", "6x5", "5x4", "4x4", "6x6", "5x5", "7x6", "4x5"]
+    _compile(set(sizes))  # so the worker loads each board's code rather than compiling it
+    budget_mb = 24
+    pool = worker_pool(
+        1, env={"PLYBOT_WORKER_TABLE_MB": str(budget_mb), "PLYBOT_SOLVER_TABLE_MB": "16"}
+    )
+    ((name, first),) = pool.workers().items()
+    store = store_for(redis_url)
+    for variant in sizes:
+        request = AnalysisRequest(game="connect4", variant=variant, position="1", mode="solve")
+        job_id = store.submit(request)
+        done = wait_for(lambda j=job_id: finished(store, j), f"{variant} solved")
+        assert isinstance(done, JobState) and done.status == "done", done.error
+        info = _fresh_info(clean_redis, name)
+        assert 0 < info["table_bytes"] <= budget_mb << 20, (variant, info)
+    print(
+        f"tables {info['table_bytes'] >> 20} MB, rss {first['rss'] >> 20} -> {info['rss'] >> 20} MB"
+    )
+    # Eight sizes asked, the tables of at most two kept: memory grows by far less than
+    # one 16 MB table per size.
+    assert info["rss"] - first["rss"] < (budget_mb + 48) << 20, (first, info)
+
+
+def _fresh_info(conn: redis.Redis, name: str) -> dict:
+    """The worker's info from a heartbeat after now (two beats: one may be in flight)."""
+    import json
+
+    beats = []
+    while len(set(beats)) < 3:
+        beats.append(int(conn.hget(keys.HEARTBEATS, name) or 0))
+        time.sleep(0.05)
+    return json.loads(conn.hget(keys.WORKERS, name) or "{}")
+
+
+def _compile(variants: set[str]) -> None:
+    from engine.connect4 import Connect4
+    from engine.solver import Solver
+
+    for variant in variants:
+        Solver(*Connect4.parse_variant(variant), table_bytes=1 << 16).warm_up()
+
+
+def test_the_redis_password_is_on_no_command_line(tmp_path: Path, pools: list[WorkerPool]) -> None:
+    secret = "s3cret-on-no-command-line"
+    server = RedisServer(data_dir=tmp_path / "redis")
+    server.start()
+    try:
+        redis.Redis(port=server.port).config_set("requirepass", secret)
+        url = f"redis://:{secret}@127.0.0.1:{server.port}/0"
+        pool = start_pool(pools, url, 2)
+        workers = pool.wait_ready()
+        pids = [pool.pid, *(int(info["pid"]) for info in workers.values())]
+        assert set(pids[1:]) <= children(pool.pid)
+        for pid in pids:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                assert secret.encode() not in cmdline.read(), pid
+        pool.stop()
+    finally:
+        server.close()
+
+
+def test_rq_tools_see_the_workers_and_the_jobs_they_run(
+    clean_redis: redis.Redis, redis_url: str, worker_pool: Callable[..., WorkerPool]
+) -> None:
+    import subprocess
+    import sys
+
+    from rq import Queue, Worker
+    from rq.registry import FailedJobRegistry, FinishedJobRegistry, StartedJobRegistry
+
+    pool = worker_pool(2)
+    store = store_for(redis_url)
+    analyses = [store.submit(solve(p)) for p in list(LONG)[:2]]
+    wait_for(lambda: all(state(store, j).status == "running" for j in analyses), "both running")
+    names = set(pool.workers())
+    assert {w.name for w in Worker.all(connection=clean_redis)} == names
+    busy = {w.name: w.get_current_job_id() for w in Worker.all(connection=clean_redis)}
+    assert set(busy.values()) == set(analyses)
+    queue = Queue("analysis", connection=clean_redis)
+    assert set(StartedJobRegistry(queue=queue).get_job_ids()) == set(analyses)
+    rq = os.path.join(os.path.dirname(sys.executable), "rq")
+    shown = subprocess.run(
+        [rq, "info", "--url", redis_url], capture_output=True, text=True, check=True
+    ).stdout
+    print(shown)
+    assert "2 workers" in shown and "2 executing" in shown, shown
+    assert all(name in shown for name in names), shown
+    # A failed job goes to RQ's FailedJobRegistry, a done one to its FinishedJobRegistry.
+    store.cancel(analyses[0])
+    wait_for(lambda: finished(store, analyses[0]), "canceled")
+    done = wait_for(lambda: finished(store, analyses[1]), "done", timeout=300)
+    assert isinstance(done, JobState) and done.status == "done"
+    assert FailedJobRegistry(queue=queue).get_job_ids() == [analyses[0]]
+    assert FinishedJobRegistry(queue=queue).get_job_ids() == [analyses[1]]
+    assert StartedJobRegistry(queue=queue).get_job_ids() == []
+    assert {w.get_state() for w in Worker.all(connection=clean_redis)} == {"idle"}
+
+
+def test_a_job_whose_finish_redis_lost_is_run_again_uncharged(
+    clean_redis: redis.Redis, redis_url: str, worker_pool: Callable[..., WorkerPool]
+) -> None:
+    # Redis restarted from an append-only file missing its last second: a finished job is
+    # back to "running" on a worker that is alive and no longer holds it.
+    pool = worker_pool(1)
+    ((name, _),) = pool.workers().items()
+    store = store_for(redis_url)
+    job_id = store.submit(AnalysisRequest(game="tictactoe", position="5", mode="solve"))
+    wait_for(lambda: finished(store, job_id), "done")
+    clean_redis.hset(
+        keys.job(job_id),
+        mapping={"status": "running", "worker": name, "started_at": repr(time.time() - 60)},
+    )
+    clean_redis.hdel(keys.job(job_id), "result", "ended_at")
+    clean_redis.hset(keys.RUNNING, job_id, name)
+    again = wait_for(lambda: (s := finished(store, job_id)) and s.ended_at and s, "done again")
+    assert isinstance(again, JobState) and again.status == "done" and again.result is not None
+    assert again.attempts == 1 and again.worker == name

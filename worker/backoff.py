@@ -1,0 +1,86 @@
+"""Riding out a Redis outage: which errors are passing, and how long to wait between tries.
+
+A worker, the supervisor and ``plybot up`` never give up on Redis: a refused
+connection, a timeout, a Redis still loading its append-only file, a full Redis
+(``OOM``) or one that cannot persist (``MISCONF``) are waited out with
+exponential backoff, and the work in hand is kept (a popped job, a result not
+yet recorded). Such an error is never a job's failure and never counts as one
+of its attempts.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+import redis
+
+__all__ = ["Backoff", "is_transient", "until_done"]
+
+T = TypeVar("T")
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True for a Redis error that passes by itself (down, restarting, loading, full)."""
+    if isinstance(exc, redis.ConnectionError | redis.TimeoutError | ConnectionError | TimeoutError):
+        return True  # (BusyLoadingError, a Redis loading its data, is a ConnectionError)
+    if isinstance(exc, redis.exceptions.OutOfMemoryError | redis.exceptions.ReadOnlyError):
+        return True
+    return isinstance(exc, redis.ResponseError) and str(exc).startswith(("MISCONF", "LOADING"))
+
+
+class Backoff:
+    """Exponential backoff with a cap: ``first``, ``2 * first``, ... ``cap`` seconds."""
+
+    def __init__(self, first: float = 0.1, cap: float = 2.0) -> None:
+        self.first = first
+        self.cap = cap
+        self.delay = first
+        self.failures = 0
+
+    def next(self) -> float:
+        """The wait before the next try (and doubles the one after)."""
+        delay = self.delay
+        self.failures += 1
+        self.delay = min(self.delay * 2, self.cap)
+        return delay
+
+    def reset(self) -> None:
+        self.delay = self.first
+        self.failures = 0
+
+
+def until_done(
+    call: Callable[[], T],
+    what: str,
+    log: logging.Logger,
+    *,
+    stop: threading.Event | None = None,
+    cap: float = 2.0,
+) -> T:
+    """``call()`` until it returns, waiting out transient Redis errors (others are raised).
+
+    Logs the first failure and the recovery, not every try. ``stop``, once set,
+    makes the wait end by raising the last error.
+    """
+    backoff = Backoff(cap=cap)
+    while True:
+        try:
+            value = call()
+        except Exception as exc:
+            if not is_transient(exc) or (stop is not None and stop.is_set()):
+                raise
+            if backoff.failures == 0:
+                log.warning("%s: Redis unavailable (%s); retrying with backoff", what, exc)
+            delay = backoff.next()
+            if stop is not None:
+                stop.wait(delay)
+            else:
+                time.sleep(delay)
+            continue
+        if backoff.failures:
+            log.info("%s: Redis is back after %d tries", what, backoff.failures)
+        return value

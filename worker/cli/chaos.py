@@ -1,0 +1,32 @@
+"""Run faults against a real ``plybot up`` and print what they did to the jobs.
+
+usage: plybot chaos [--workers N] [--outage-s S] [--full-s S] [--moves M] [--log]
+
+Starts its own Redis (append-only file on) and ``plybot up`` on free ports
+(REDIS_URL is not used), then: Redis SIGKILLed for ``--outage-s`` seconds while
+jobs are queued and running, a worker SIGKILLed mid-job, a worker SIGSTOPped
+mid-job, Redis full for ``--full-s`` seconds, and bot moves while every worker
+is busy on a long analysis. Prints one line per fault: jobs submitted, done,
+right (the benchmark file's score), lost, and the time to recover (bot moves:
+p50 and p99 latency). Exit code 1 if a job was lost or wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="plybot chaos", description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
+    parser.add_argument("--outage-s", type=float, default=15.0, help="Redis down this long")
+    parser.add_argument("--full-s", type=float, default=5.0, help="Redis full this long")
+    parser.add_argument("--moves", type=int, default=20, help="bot moves while workers are busy")
+    parser.add_argument("--log", action="store_true", help="show the service's log")
+    args = parser.parse_args(argv)
+    from worker.chaos import format_table, run_chaos
+
+    results = run_chaos(args.workers, args.outage_s, args.full_s, args.moves, args.log)
+    print(format_table(results))
+    bad = any(r.lost or r.right < r.done for r in results)
+    return 1 if bad else 0

@@ -129,8 +129,8 @@ def test_games_perfect_against_a_level(capsys) -> None:  # type: ignore[no-untyp
 def test_games_against_random_moves_and_from_random_starts() -> None:
     report = play_games(2, "random", move_s=5.0)  # on the book's lines: every move exact
     assert (report.games, report.won, report.not_exact) == (2, 2, 0)
-    # Starts drawn from plies 0..1: off the shipped book's lines, some moves may meet the
-    # deadline; whatever perfect's first exact score promised, it keeps.
+    # Starts drawn from plies 0..1: the book answers to ply 8, past it some moves may meet
+    # the deadline; whatever perfect's first exact score promised, it keeps.
     report = play_games(4, "random", move_s=1.0, start_ply=1)
     assert report.games == 4 and report.start_ply == 1 and report.worse_than_start == 0
     assert report.won + report.drawn + report.lost == 4

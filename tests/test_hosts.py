@@ -168,9 +168,9 @@ def test_a_worker_host_dies_mid_job_and_the_other_host_finishes_it(
     base = f"http://{api_host}:8080"
     with httpx.Client(base_url=base, timeout=10) as http:
         wait_for(lambda: len(http.get("/v1/status").json()["workers"]) == 2)
-        # Four seconds of search (off the book: no instant answer): long enough to be killed
+        # Seconds of search (past the book: no instant answer): long enough to be killed
         # in, short enough to run again.
-        body = {"game": "connect4", "position": "1177", "mode": "time", "time_ms": 4000}
+        body = {"game": "connect4", "position": "666753332", "mode": "time", "time_ms": 4000}
         job = http.post("/v1/analyses", json=body).json()
 
         def running() -> dict | None:

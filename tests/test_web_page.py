@@ -617,7 +617,7 @@ def wait_job_stopped(browser: Browser, base: str, job: str, timeout: float, mess
 
 
 def start_long_solve(browser: Browser, site: str, notation: str) -> str:
-    """Open an early Connect Four position (a solve of many seconds) and wait until a
+    """Open a Connect Four position past the book (a solve of seconds) and wait until a
     worker is on it; return the analysis id the page follows."""
     open_page(browser, f"{site}/#/analyse/connect4/{notation}")
     job = browser.wait(
@@ -637,7 +637,7 @@ def test_leaving_an_analysis_cancels_it_on_the_server(browser: Browser, site: st
     shows another position, and when the page is left (pagehide, keepalive): the worker
     is free again, and the analysis says it was cancelled."""
     wait_workers_idle(browser, site, 120, "the workers were busy before the test")
-    job = start_long_solve(browser, site, "26")
+    job = start_long_solve(browser, site, "761616116")
     # Mid-solve: the headline counts time only, the chips say "…", nothing looks solved.
     browser.wait(lambda d: "Solving exactly" in d.find_element("id", "an-verdict").text)
     assert "depth" not in browser.driver.find_element("id", "an-verdict").text
@@ -654,13 +654,13 @@ def test_leaving_an_analysis_cancels_it_on_the_server(browser: Browser, site: st
     assert "cancel" in (analysis["error"] or "").lower()
     wait_analysed(browser)  # the new position is analysed as usual
 
-    job = start_long_solve(browser, site, "16")
+    job = start_long_solve(browser, site, "777765412")
     browser.driver.find_element("id", "tab-play").click()  # the other view
     wait_job_stopped(browser, site, job, 10, "the worker was still busy after switching to Play")
     code, analysis = api_json(site, "GET", f"/v1/analyses/{job}")
     assert analysis["status"] == "failed", analysis
 
-    job = start_long_solve(browser, site, "35")
+    job = start_long_solve(browser, site, "117722661")
     browser.driver.get("about:blank")  # the page goes away
     wait_job_stopped(browser, site, job, 10, "the worker was still busy after the page was left")
     code, analysis = api_json(site, "GET", f"/v1/analyses/{job}")
@@ -670,10 +670,10 @@ def test_leaving_an_analysis_cancels_it_on_the_server(browser: Browser, site: st
 
 
 def test_an_estimate_never_looks_like_a_result(browser: Browser, site: str) -> None:
-    """A quick (time-limited) search of an early position: its figures read as estimates
+    """A quick (time-limited) search of a position past the book: its figures read as estimates
     (neutral colour, "est."), nothing is outlined as best, "est." is explained, and the
     stats line is plain words (no nodes, cache or worker names)."""
-    open_page(browser, f"{site}/#/analyse/connect4/35")
+    open_page(browser, f"{site}/#/analyse/connect4/727212271")
     Select(browser.driver.find_element("id", "an-mode")).select_by_value("time")
     result = browser.wait(
         lambda d: d.execute_script(

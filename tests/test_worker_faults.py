@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from tests.fixtures.positions import SLOW
 from worker import keys
 from worker.contract import AnalysisRequest, JobState, MoveRequest
 from worker.jobstore import JobStore
@@ -28,8 +29,8 @@ from worker.settings import get_settings
 pytestmark = [pytest.mark.redis, pytest.mark.service, pytest.mark.slow]
 
 LEASE_S = 2.0
-#: Exact solves of several seconds each (Pons' Test_L1_R3; none on the opening book's lines).
-LONG = {"13712": 3, "751321": 2, "226763": -2}
+#: Exact solves of seconds each, past the opening book.
+LONG = {p: SLOW[p] for p in ("767277572", "677662521", "477377211")}
 
 
 def wait_for(check: Callable[[], object], what: str, timeout: float = 120.0) -> object:
@@ -201,7 +202,7 @@ def test_a_running_analysis_stops_within_a_second_of_its_cancel(
 ) -> None:
     worker_pool(1)
     store = store_for(redis_url)
-    job_id = store.submit(solve("751321"))
+    job_id = store.submit(solve(next(iter(LONG))))
     wait_for(lambda: running(store, job_id), "running")
     asked = time.monotonic()
     assert store.withdraw(job_id) == "stopping"

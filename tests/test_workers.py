@@ -14,9 +14,10 @@ from worker.contract import AnalysisRequest, MoveRequest
 
 pytestmark = [pytest.mark.redis, pytest.mark.service]
 
-# A few seconds of pure-Python search with a progress event per depth (with the shared
-# cache off: what earlier tests left there would end it at once).
-LONG = AnalysisRequest(game="connect4", position="44", mode="depth", depth=8)
+# Seconds of pure-Python search (about 5 s here, depth 8 took 0.1 s on a fast machine: too
+# short to be caught running) with a progress event per depth (with the shared cache off:
+# what earlier tests left there would end it at once).
+LONG = AnalysisRequest(game="connect4", position="44", mode="depth", depth=11)
 NO_CACHE = {"PLYBOT_CACHE_ENABLED": "false"}
 # A search that runs until the job's timeout: still running whenever a test kills its worker.
 ENDLESS = AnalysisRequest(game="connect4", position="44", mode="depth", depth=30)

@@ -15,8 +15,7 @@ from engine.errors import GameOverError, PlybotError
 from engine.search import SearchLimits, search
 from engine.solver import Solver
 from engine.tictactoe import TicTacToe
-
-SLACK = 0.1  # seconds a loaded machine may take to schedule us back at a deadline
+from tests.fixtures.clock import SLACK
 
 
 @pytest.fixture(scope="module")
@@ -151,6 +150,17 @@ def test_connect4_empty_board_analysed_from_the_book(warm: None) -> None:
     assert analysis.exact and analysis.nodes == 0
     assert analysis.moves == {0: -2, 1: -1, 2: 0, 3: 1, 4: 0, 5: -1, 6: -2}
     assert (analysis.best_move, analysis.score) == (3, 1)
+
+
+def test_connect4_book_position_columns_match_a_fresh_solver(warm: None) -> None:
+    # Ply 8: the book proves the score and the best move, not every column's value; the
+    # analysis takes the best column from the book and caps the others by its score.
+    for notation in ("77662412", "66756557"):
+        position = Connect4.parse(notation)
+        from_book = analyze(position, mode="solve", all_moves=True)
+        fresh = Solver(table_bytes=16 << 20).analyze(position)  # no book, no cache
+        assert from_book.exact and from_book.moves == fresh.moves, notation
+        assert from_book.score == fresh.score
 
 
 def test_connect4_time_mode_is_exact_where_the_solver_finishes(warm: None) -> None:

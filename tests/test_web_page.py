@@ -683,10 +683,16 @@ def test_an_estimate_never_looks_like_a_result(browser: Browser, site: str) -> N
     )
     if result["exact"]:
         pytest.skip("the quick search solved this position exactly: nothing to estimate")
-    kinds = {kind for _, (_, _, kind) in chip_scores(browser).items()}
-    assert kinds == {"eval"}
-    words = [w for _, (_, w, _) in chip_scores(browser).items()]
-    assert all(w.startswith("est.") for w in words), words
+    # A column whose proven bounds met within the time is exact and shown so; every
+    # other column reads as an estimate.
+    proven = {int(c): lo for c, (lo, hi) in (result["bounds"] or {}).items() if lo == hi}
+    chips = chip_scores(browser)
+    assert set(proven) < set(chips), (proven, chips)  # something is only estimated
+    for column, (score, words, kind) in chips.items():
+        if column in proven:
+            assert kind != "eval" and score == proven[column], (column, chips)
+        else:
+            assert kind == "eval" and words.startswith("est."), (column, chips)
     assert browser.driver.find_elements("css selector", "#analyse-board .chip.best") == []
     verdict = browser.driver.find_element("id", "an-verdict").text
     assert verdict.startswith("Not solved. Estimate:"), verdict

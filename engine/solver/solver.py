@@ -456,6 +456,9 @@ class _Run:
         self.limits = solver._limits = _limits(node_limit, deadline, 0)
         self.iteration = 0
         self.want_pv = True
+        #: ``(lower, upper, move)`` proven for the root by the book or the shared cache
+        #: (``move`` -1 if none), read by :meth:`read_cache`; None if nothing is known.
+        self.root_known: tuple[int, int, int] | None = None
 
     @property
     def nodes(self) -> int:
@@ -527,15 +530,23 @@ class _Run:
         legal = p.legal_moves()  # centre first
         # Bounds of each column's value from our side (weak: of its sign).
         floor, ceiling = (-1, 1) if self.weak else p.score_range()
+        # What the book or the shared cache proved about the root: its best move's value is
+        # the root's exact score (no search), and no column is worth more than its upper
+        # bound, which narrows every other column's window from the start.
+        known = None if self.weak else self.root_known
         lower = dict.fromkeys(legal, floor)
-        upper = dict.fromkeys(legal, ceiling)
+        upper = dict.fromkeys(legal, ceiling if known is None else min(ceiling, known[1]))
         moves: dict[int, int] = {}
         for column in legal:
             if column in wins:
                 moves[column] = ceiling  # a win now: the best there is (weak: 1)
+            elif known is not None and known[0] == known[1] and column == known[2]:
+                moves[column] = known[0]
             else:
                 child = p.copy()
                 child.push(column)
+                if known is not None:
+                    self.cap(child, known[1])
                 for lo, hi in self.narrow(child.current, child.mask, child.ply):
                     lo, hi = _weak_bounds(lo, hi) if self.weak else (lo, hi)
                     lower[column], upper[column] = -hi, -lo
@@ -686,6 +697,15 @@ class _Run:
         move = q.from_canonical(move)
         return move if q.can_play(move) else -1
 
+    def cap(self, child: Connect4, parent_upper: int) -> None:
+        """Record in the table that the move to ``child`` is worth at most ``parent_upper``
+        to the parent: ``child``'s value (its side to move) is at least ``-parent_upper``."""
+        cur, mask = np.uint64(child.current), np.uint64(child.mask)
+        lo, hi, move = (int(v) for v in self.k.init(self.table, self.layout, cur, mask, child.ply))
+        lower = max(lo, -parent_upper)
+        if lower > lo and lower <= hi:
+            self.seed(child, lower, hi, move)
+
     def seed(self, q: Connect4, lower: int, upper: int, move: int) -> None:
         """Put known bounds of ``q`` into the table, as costly knowledge (kept first)."""
         empty = q.width * q.height - q.ply
@@ -724,6 +744,7 @@ class _Run:
         if root is None or not self._bounds_ok(root, p):
             return None
         move = self._move_ok(root, p)
+        self.root_known = (root.lower, root.upper, move)
         if move >= 0 or root.lower == root.upper:
             self.seed(p, root.lower, root.upper, move)
         if analyze or move < 0:

@@ -26,6 +26,7 @@ from engine.connect4 import Connect4
 from engine.game import Game, new_game
 from tests.fixtures.api import ApiServer, api_server_on
 from tests.fixtures.browser import PHONE, Browser
+from worker.processes import WorkerPool
 from worker.redis_server import RedisServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.service]
@@ -1105,3 +1106,40 @@ def test_per_column_progress_is_read_from_whatever_arrives(browser: Browser, sit
         "3": score_words(position, 1),
         "4": None,  # nothing proven yet: the chip keeps its "…"
     }
+
+
+def test_a_bot_still_thinking_is_said_and_the_notice_clears(browser: Browser) -> None:
+    """No worker serves the bot's move yet: the move's answer says the bot is still
+    thinking (a notice; the move stays played). Once a worker starts, the page takes the
+    bot's reply by itself (no click, no reload) and the notice goes away."""
+    own = RedisServer()
+    own.start()
+    try:
+        with api_server_on(own.url, env={"PLYBOT_API_MOVE_WAIT_S": "1"}) as server:
+            open_page(browser, server.url + "/#/play")
+            new_game_in_page(browser, "tictactoe", "easy", "human")
+            status = browser.driver.find_element("id", "play-status")
+            alert = browser.driver.find_element("id", "play-alert")
+            browser.wait(lambda d: status.text.startswith("Your move"), timeout=60)
+            browser.driver.find_element("css selector", "body").send_keys("5")
+            browser.wait(
+                lambda d: "still thinking" in alert.text, message="no 'still thinking' notice"
+            )
+            assert browser.js("return window.plybot.player.position.ply") == 1
+            assert status.text == "plybot is thinking…"
+            browser.screenshot("bot-still-thinking")
+            pool = WorkerPool(own.url, 1)
+            try:
+                pool.wait_ready()
+                browser.wait(
+                    lambda d: status.text.startswith("Your move"),
+                    timeout=60,
+                    message="the bot's reply never reached the page",
+                )
+                browser.wait(lambda d: not alert.is_displayed(), message="the notice stayed")
+                assert browser.js("return window.plybot.player.position.ply") == 2
+            finally:
+                pool.stop()
+    finally:
+        own.close()
+    assert browser.errors() == []

@@ -267,6 +267,26 @@ def test_solver_tables_stay_within_the_worker_budget(
     assert info["rss"] - first["rss"] < (budget_mb + 48) << 20, (first, info)
 
 
+def test_a_worker_past_its_memory_budget_makes_way_for_a_fresh_one(
+    clean_redis: redis.Redis, redis_url: str, worker_pool: Callable[..., WorkerPool]
+) -> None:
+    # A budget below any Python process: each worker leaves after its first job.
+    pool = worker_pool(1, env={"PLYBOT_WORKER_MEMORY_MB": "1"})
+    store = store_for(redis_url)
+    served_by = []
+    for position in ["4", "44"]:
+        request = AnalysisRequest(game="connect4", position=position, mode="solve")
+        job_id = store.submit(request)
+        done = wait_for(lambda j=job_id: finished(store, j), f"{position} solved")
+        assert isinstance(done, JobState) and done.status == "done", done.error
+        assert done.attempts == 1  # finished, then replaced: never run twice
+        served_by.append(done.result.worker if done.result else "")
+        # The supervisor starts the replacement at once, and it takes the next job.
+        wait_for(lambda n=served_by[-1]: set(pool.workers()) - {n}, "a fresh worker")
+    assert served_by[0] != served_by[1] and all(served_by), served_by
+    os.kill(pool.pid, 0)  # the supervisor runs on (this raises if it exited)
+
+
 def _fresh_info(conn: redis.Redis, name: str) -> dict:
     """The worker's info from a heartbeat after now (two beats: one may be in flight)."""
     import json

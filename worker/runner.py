@@ -36,7 +36,9 @@ busy; either interrupts the job (the solver returns within milliseconds). A
 preempted analysis goes back to the front of its queue, the run not counted.
 
 SIGTERM / Ctrl-C: finish the job in hand, take no new one, exit. A second
-signal: exit at once; the job in hand goes back to the queue.
+signal: exit at once; the job in hand goes back to the queue. Memory past
+``worker_memory_mb`` after a job: the same, exiting with ``RECYCLE_EXIT`` so the
+supervisor starts a fresh process in its place.
 
 Run by the supervisor as ``python -m worker.runner --name NAME`` with ``REDIS_URL``
 in its environment (never on a command line: it may hold a password).
@@ -158,6 +160,9 @@ def _describe(started: Started, timeout: int, exc: BaseException) -> str:
 PREEMPT_AFTER_S = 0.15
 #: How often a busy worker looks for a cancel of its job or a bot move waiting.
 WATCH_INTERVAL_S = 0.1
+#: The exit status of a worker that left to be replaced (memory past its budget): the
+#: supervisor starts a fresh one at once, with no backoff and no warning.
+RECYCLE_EXIT = 3
 
 
 def _rss_bytes() -> int:
@@ -205,6 +210,8 @@ class Worker:
         self._interrupt: Exception | None = None
         #: A bot move the housekeeping thread took for this worker: run next, before any pop.
         self._taken: str | None = None
+        #: Stopping to be replaced by a fresh process (memory past its budget), not told to.
+        self.recycle = False
 
     # -- heartbeat, reaper, watch ----------------------------------------------------
 
@@ -349,6 +356,25 @@ class Worker:
         finally:
             self.busy = False
             self.in_hand = None
+        self._check_memory()
+
+    def _check_memory(self) -> None:
+        """Past ``worker_memory_mb``, stop taking jobs so that a fresh process replaces this one.
+
+        Each board size a worker is asked about leaves compiled code behind (tens of MB
+        when it was compiled here, a few when loaded), which no process can unload; its
+        solver tables alone are budgeted by ``worker_table_mb``. As Celery's
+        max-memory-per-child, the process is replaced between jobs, never during one.
+        """
+        budget = self.settings.worker_memory_mb << 20
+        rss = _rss_bytes()
+        if budget and rss > budget and not self.stop_requested:
+            log.info(
+                "resident memory %d MB past the budget of %d MB: making way for a fresh worker",
+                rss >> 20,
+                budget >> 20,
+            )
+            self.stop_requested = self.recycle = True
 
     def execute(self, job_id: str) -> None:
         """Run one job and record its result or error (exactly once, see ``JobStore.finish``).
@@ -457,7 +483,7 @@ def run(name: str, url: str, queues: list[str] | None = None) -> int:
         jobs.clear_tables()  # the first job, too, starts from an empty table
     log.info("pid %d: engine warm in %.2f s, serving %s", os.getpid(), seconds, worker.queues)
     worker.run()
-    return 0
+    return RECYCLE_EXIT if worker.recycle else 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -126,6 +126,14 @@ class Settings(BaseSettings):
         description="Memory budget of each worker's solver tables, all board sizes together "
         "(least recently used sizes are dropped to stay within it; small boards get small tables).",
     )
+    worker_memory_mb: int = Field(
+        1024,
+        ge=0,
+        le=1 << 20,
+        description="Resident memory past which a worker, after its job, makes way for a fresh "
+        "process (the compiled code of every board size it was asked about goes with it); "
+        "0: never. Keep it well above the solver tables' budget.",
+    )
     solver_fresh_table: bool = Field(
         False,
         description="Clear the solver's table after each job (and at start), so a job's work "

@@ -33,7 +33,7 @@ from worker.backoff import Backoff
 from worker.jobstore import JobStore
 from worker.processes import die_with_parent
 from worker.redis_memory import check_redis_memory
-from worker.runner import reap
+from worker.runner import RECYCLE_EXIT, reap
 from worker.settings import Settings
 
 __all__ = ["Supervisor"]
@@ -92,6 +92,10 @@ class Supervisor:
             self._unreaped.add(name)
             if self.stopping:
                 log.info("worker %s exited (%s)", name, code)
+                continue
+            if code == RECYCLE_EXIT:  # past its memory budget: replaced at once
+                log.info("worker %s made way for a fresh process (memory budget)", name)
+                self._respawn += 1
                 continue
             log.warning("worker %s died (exit %s); its job goes back to the queue", name, code)
             self._respawn += 1

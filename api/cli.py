@@ -56,9 +56,10 @@ def main(argv: list[str]) -> int:
         workers=args.workers,
         log_level=args.log_level,
         # The body limit is the app's; read timeouts are the protocol's (api.server), so a
-        # client that never finishes its request is cut off; idle connections are kept short.
+        # client that never finishes its request is cut off. Idle connections outlive the
+        # clients' own keep-alive, so that the client, not the server, closes them.
         http="api.server:TimeoutHttpToolsProtocol",
-        timeout_keep_alive=5,
+        timeout_keep_alive=settings.api_keep_alive_s,
         # X-Forwarded-For is believed only from PLYBOT_API_TRUSTED_PROXIES (api.clients);
         # uvicorn's own handling would believe it from any local peer.
         proxy_headers=False,

@@ -263,10 +263,9 @@ async def _load(url: str, *, lanes: int, rounds: int) -> Counter[int]:
     """``lanes`` clients at once, each ``rounds`` times: POST an analysis, then follow it by
     its event stream (a third of the lanes), a long poll, or a game move awaiting the bot."""
     statuses: Counter[int] = Counter()
-    # A connection per request, as from many separate clients. (With connections kept
-    # alive and reused, a few requests failed here with a closed connection and no
-    # answer, under stock uvicorn too: not yet explained, see the branch's report.)
-    limits = httpx.Limits(max_connections=lanes * 2, max_keepalive_connections=0)
+    # Connections kept alive and reused, as clients do: the server must not close one
+    # that a client may still pick for its next request (see PLYBOT_API_KEEP_ALIVE_S).
+    limits = httpx.Limits(max_connections=lanes * 2, max_keepalive_connections=lanes * 2)
     async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as http:
 
         async def lane(i: int) -> None:

@@ -246,6 +246,13 @@ class Settings(BaseSettings):
         description="A client must send a request's body within this many seconds of its "
         "headers; else the connection is closed.",
     )
+    api_keep_alive_s: int = Field(
+        20,
+        ge=1,
+        description="An idle kept-alive connection is closed after this many seconds: longer "
+        "than common clients keep theirs (5 s), so a client never sends a request on a "
+        "connection the server is closing.",
+    )
     callback_hosts: str = Field(
         "",
         description="Comma-separated hosts (`host` or `host:port`) a `callback_url` may point to. "

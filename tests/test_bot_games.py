@@ -463,10 +463,13 @@ def test_bot_restarted_mid_game_resumes_with_the_same_buttons(
         await world.press(first, alice, board, "4")
         await first.get_cog("Games").idle()
         assert f"Move 3 · 🔴 {alice.mention} to play" in board.text
-        # The bot stops right after Alice's next move, before its answer is shown.
-        await world.press(first, alice, board, "3")
-        first.drain_s = 0  # stopped at once, as by SIGKILL: the move is not waited for
-        await stop_bot(first)
+        # The bot stops right after Alice's next move, before its answer is shown: Discord
+        # is slow to take the redraw, and the bot is gone before it does.
+        async with world.holding("PATCH", f"/channels/{CHANNEL}/messages/{board.id}") as held:
+            await world.press(first, alice, board, "3")
+            await world.until(lambda: held.waiting > 0, "the bot to show its move")
+            first.drain_s = 0  # stopped at once, as by SIGKILL: the move is not waited for
+            await stop_bot(first)
         assert "Move 4" in board.text and "is thinking" in board.text
 
         second = await start_bot(world, settings, redis_url)  # a new process, same Redis
@@ -550,8 +553,9 @@ def test_pressing_while_the_bot_thinks_is_refused(
                     meta={"guild": str(GUILD), "channel": str(CHANNEL)},
                 )
             )
-        board = world.post(CHANNEL, content="a board drawn before")
-        press = await world.press_custom_id(bot, alice, board, f"plybot:mv:{session.id}:0:3")
+        button = f"plybot:mv:{session.id}:0:3"
+        board = world.post(CHANNEL, content="a board drawn before", guild_id=GUILD, buttons=[button])
+        press = await world.press_custom_id(bot, alice, board, button)
         assert press.ephemeral == ["Not your turn: plybot is thinking."]
 
     run_with_bot(world, settings, redis_url, scenario)
@@ -564,7 +568,9 @@ def test_a_bot_move_in_flight_when_the_bot_stopped_is_picked_up_on_start(
 
     async def scenario() -> None:
         alice = world.user("alice")
-        board = world.post(CHANNEL, content="the board, as the bot that died left it")
+        board = world.post(
+            CHANNEL, content="the board, as the bot that died left it", guild_id=GUILD
+        )
         # A bot that died right after asking the workers for its move: the service's own
         # steps, with nobody left to wait for the answer.
         async with Redis.from_url(redis_url) as redis, JobClient(redis_url) as jobs:

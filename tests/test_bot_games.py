@@ -473,7 +473,7 @@ def test_bot_restarted_mid_game_resumes_with_the_same_buttons(
         assert "Move 4" in board.text and "is thinking" in board.text
 
         second = await start_bot(world, settings, redis_url)  # a new process, same Redis
-        await second.get_cog("Games").idle()  # the pending move was picked up again
+        await second.get_cog("Games").idle()  # the move the first one did not show is shown
         assert f"Move 5 · 🔴 {alice.mention} to play" in board.text, board.text
         # The same custom_ids, dispatched by the new bot's registered DynamicItems, still play.
         press = await world.press(second, alice, board, "5")

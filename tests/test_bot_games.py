@@ -554,7 +554,9 @@ def test_pressing_while_the_bot_thinks_is_refused(
                 )
             )
         button = f"plybot:mv:{session.id}:0:3"
-        board = world.post(CHANNEL, content="a board drawn before", guild_id=GUILD, buttons=[button])
+        board = world.post(
+            CHANNEL, content="a board drawn before", guild_id=GUILD, buttons=[button]
+        )
         press = await world.press_custom_id(bot, alice, board, button)
         assert press.ephemeral == ["Not your turn: plybot is thinking."]
 

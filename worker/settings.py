@@ -319,7 +319,9 @@ class Settings(BaseSettings):
         """A shard id needs the shard count, and lies below it."""
         shard, count = self.bot_shard_id, self.bot_shard_count
         if (shard is None) != (count is None) or (count is not None and shard >= count):
-            raise ValueError("set PLYBOT_BOT_SHARD_ID and PLYBOT_BOT_SHARD_COUNT together, id < count")
+            raise ValueError(
+                "set PLYBOT_BOT_SHARD_ID and PLYBOT_BOT_SHARD_COUNT together, id < count"
+            )
         return self
 
 

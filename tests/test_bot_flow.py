@@ -1,8 +1,9 @@
 """The bot around a game: Resign and Rematch buttons, turn pings, /board, permissions,
-workers down, failures that still answer, and two bot processes sharing one token.
+workers down, failures that still answer, two bot processes sharing one token, two
+shards, and a game that outlives its interaction's 15-minute token.
 
-Real Redis, real workers, the real engine and discord.py's real objects for the
-bot; Discord is the stand-in of ``tests/fixtures/discord.py``.
+Real Redis, real workers, the real engine and the bot's real discord.py client;
+Discord is the stand-in of ``tests/fixtures/discord.py`` on localhost.
 """
 
 from __future__ import annotations
@@ -224,6 +225,8 @@ def test_two_bot_processes_sharing_a_token_handle_each_interaction_once(
                     [one, two], user, "tictactoe", guild_id=GUILD, channel_id=CHANNEL
                 )
                 assert seen[0].ephemeral == []  # no false "You already have a game"
+                assert len(seen[0].sessions) == 2  # both processes got it...
+                assert seen[0].refused == []  # ...and only one answered (the claim)
                 boards = [m for m in world.in_channel(CHANNEL) if m.embed is not None]
                 assert len(boards) == i + 1  # one board per command, not two
             await one.get_cog("Games").idle()

@@ -1,7 +1,7 @@
-"""The Discord bot's games, driven through its real command and button handlers.
+"""The Discord bot's games, driven over the wire through its real discord.py client.
 
 Real Redis, real RQ workers, the real engine; Discord is the stand-in of
-``tests/fixtures/discord.py``, which records what the bot would send. Each test
+``tests/fixtures/discord.py`` on localhost, which keeps what the bot sent. Each test
 uses its own key prefix, so the shared Redis and workers carry no state from
 one test to the next, and the sweeper runs only when a test calls it (with a
 ``now`` past the deadline instead of waiting).

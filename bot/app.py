@@ -66,6 +66,9 @@ class PlybotBot(commands.Bot):
             tree_cls=ClaimingTree,
             # Nobody is pinged unless a message names whom, deliberately (see bot.cog.quiet).
             allowed_mentions=discord.AllowedMentions.none(),
+            # One shard of several (both set) or the only one (both None).
+            shard_id=settings.bot_shard_id,
+            shard_count=settings.bot_shard_count,
         )
         self.settings = settings
         self.redis_url = redis_url or settings.redis_url

@@ -138,9 +138,14 @@ class Games(commands.Cog, name=COG_NAME):
     # -- life cycle ------------------------------------------------------------------
 
     async def cog_load(self) -> None:
-        """Pick up the bot moves that were in flight when the bot stopped; start the sweeper."""
+        """Pick up the bot moves that were in flight when the bot stopped, redraw the boards
+        whose last move was the bot's (it may have been played but not yet shown when the
+        bot stopped: such a board would show "thinking" for good); start the sweeper."""
         for session in await self.service.recover():
-            self.watch_bot_move(session.id)
+            if session.bot_to_move:
+                self.watch_bot_move(session.id)
+            elif session.ply and session.players[(session.ply - 1) % 2] == BOT:
+                self._spawn(self.show(Update(session), announce=False))
         self._sweeper = asyncio.create_task(self._sweep_forever(), name="plybot-sweeper")
 
     async def cog_unload(self) -> None:

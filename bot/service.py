@@ -619,8 +619,8 @@ class DiscordGames:
         ]
 
     async def recover(self) -> list[GameSession]:
-        """On start: tidy the active games (see :meth:`_active_games`); those awaiting the bot."""
-        return [s for s in await self._active_games() if s.bot_to_move]
+        """On start: tidy the active games (see :meth:`_active_games`); the ongoing ones."""
+        return await self._active_games()
 
     # -- analysis and stats --------------------------------------------------------------
 

@@ -1,8 +1,9 @@
 """The bot around a game: Resign and Rematch buttons, turn pings, /board, permissions,
-workers down, failures that still answer, and two bot processes sharing one token.
+workers down, failures that still answer, two bot processes sharing one token, two
+shards, and a game that outlives its interaction's 15-minute token.
 
-Real Redis, real workers, the real engine and discord.py's real objects for the
-bot; Discord is the stand-in of ``tests/fixtures/discord.py``.
+Real Redis, real workers, the real engine and the bot's real discord.py client;
+Discord is the stand-in of ``tests/fixtures/discord.py`` on localhost.
 """
 
 from __future__ import annotations
@@ -224,6 +225,8 @@ def test_two_bot_processes_sharing_a_token_handle_each_interaction_once(
                     [one, two], user, "tictactoe", guild_id=GUILD, channel_id=CHANNEL
                 )
                 assert seen[0].ephemeral == []  # no false "You already have a game"
+                assert len(seen[0].sessions) == 2  # both processes got it...
+                assert seen[0].refused == []  # ...and only one answered (the claim)
                 boards = [m for m in world.in_channel(CHANNEL) if m.embed is not None]
                 assert len(boards) == i + 1  # one board per command, not two
             await one.get_cog("Games").idle()
@@ -384,3 +387,64 @@ def test_a_redis_outage_is_logged_by_the_sweeper_in_one_line_without_a_traceback
     assert skipped()[0].levelno == logging.WARNING
     ours = [r for r in caplog.records if r.name.startswith("bot.")]
     assert not [r for r in ours if r.exc_info], "a traceback was logged for an expected outage"
+
+
+def test_two_shards_each_get_only_their_own_guilds_interactions(
+    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+) -> None:
+    world = discord_world
+    # Guild ids whose shard of 2 is 0 and 1 (Discord's (id >> 22) % shard_count).
+    even, odd = (4 << 22) + 17, (5 << 22) + 17
+    guilds = {even: 0, odd: 1}
+
+    async def scenario() -> None:
+        bots, seen = [], {0: [], 1: []}
+        for shard in (0, 1):
+            sharded = settings.model_copy(update={"bot_shard_id": shard, "bot_shard_count": 2})
+            bot = await start_bot(world, sharded, redis_url)
+
+            async def on_interaction(i: discord.Interaction, shard: int = shard) -> None:
+                seen[shard].append(i.guild_id)
+
+            bot.add_listener(on_interaction)
+            bots.append(bot)
+        try:
+            assert [s.identify.get("shard") for s in world.gateway.sessions] == [[0, 2], [1, 2]]
+            for round_ in range(2):
+                for guild, shard in guilds.items():
+                    user = world.user(f"u{round_}-{shard}")
+                    done = await world.slash(
+                        bots[shard], "tictactoe", user, guild_id=guild, channel_id=guild + 1
+                    )
+                    assert done.ephemeral == [] and done.original is not None
+            assert seen == {0: [even, even], 1: [odd, odd]}  # each its own guild's, only
+            # Each session was told of its own guild only.
+            assert [s.guilds for s in world.gateway.sessions] == [{even}, {odd}]
+            for bot in bots:
+                await bot.get_cog("Games").idle()
+        finally:
+            for bot in bots:
+                await stop_bot(bot)
+
+    asyncio.run(scenario())
+
+
+def test_a_game_outlives_the_interactions_15_minute_token(
+    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+) -> None:
+    world = discord_world
+
+    async def scenario(bot: Any) -> None:
+        cog = bot.get_cog("Games")
+        alice = world.user("alice")
+        start = await world.slash(
+            bot, "connect4", alice, guild_id=GUILD, channel_id=CHANNEL, level="easy"
+        )
+        board = start.original
+        assert board is not None
+        world.advance(16 * 60)  # /connect4's token is dead: its webhook no longer edits
+        await world.press(bot, alice, board, "4")
+        await cog.idle()  # plybot's move is shown by a channel edit, which needs no token
+        assert f"Move 3 · 🔴 {alice.mention} to play" in board.text
+
+    run_with_bot(world, settings, redis_url, scenario)

@@ -1,7 +1,7 @@
-"""The Discord bot's games, driven through its real command and button handlers.
+"""The Discord bot's games, driven over the wire through its real discord.py client.
 
 Real Redis, real RQ workers, the real engine; Discord is the stand-in of
-``tests/fixtures/discord.py``, which records what the bot would send. Each test
+``tests/fixtures/discord.py`` on localhost, which keeps what the bot sent. Each test
 uses its own key prefix, so the shared Redis and workers carry no state from
 one test to the next, and the sweeper runs only when a test calls it (with a
 ``now`` past the deadline instead of waiting).
@@ -463,14 +463,17 @@ def test_bot_restarted_mid_game_resumes_with_the_same_buttons(
         await world.press(first, alice, board, "4")
         await first.get_cog("Games").idle()
         assert f"Move 3 · 🔴 {alice.mention} to play" in board.text
-        # The bot stops right after Alice's next move, before its answer is shown.
-        await world.press(first, alice, board, "3")
-        first.drain_s = 0  # stopped at once, as by SIGKILL: the move is not waited for
-        await stop_bot(first)
+        # The bot stops right after Alice's next move, before its answer is shown: Discord
+        # is slow to take the redraw, and the bot is gone before it does.
+        async with world.holding("PATCH", f"/channels/{CHANNEL}/messages/{board.id}") as held:
+            await world.press(first, alice, board, "3")
+            await world.until(lambda: held.waiting > 0, "the bot to show its move")
+            first.drain_s = 0  # stopped at once, as by SIGKILL: the move is not waited for
+            await stop_bot(first)
         assert "Move 4" in board.text and "is thinking" in board.text
 
         second = await start_bot(world, settings, redis_url)  # a new process, same Redis
-        await second.get_cog("Games").idle()  # the pending move was picked up again
+        await second.get_cog("Games").idle()  # the move the first one did not show is shown
         assert f"Move 5 · 🔴 {alice.mention} to play" in board.text, board.text
         # The same custom_ids, dispatched by the new bot's registered DynamicItems, still play.
         press = await world.press(second, alice, board, "5")
@@ -550,8 +553,11 @@ def test_pressing_while_the_bot_thinks_is_refused(
                     meta={"guild": str(GUILD), "channel": str(CHANNEL)},
                 )
             )
-        board = world.post(CHANNEL, content="a board drawn before")
-        press = await world.press_custom_id(bot, alice, board, f"plybot:mv:{session.id}:0:3")
+        button = f"plybot:mv:{session.id}:0:3"
+        board = world.post(
+            CHANNEL, content="a board drawn before", guild_id=GUILD, buttons=[button]
+        )
+        press = await world.press_custom_id(bot, alice, board, button)
         assert press.ephemeral == ["Not your turn: plybot is thinking."]
 
     run_with_bot(world, settings, redis_url, scenario)
@@ -564,7 +570,9 @@ def test_a_bot_move_in_flight_when_the_bot_stopped_is_picked_up_on_start(
 
     async def scenario() -> None:
         alice = world.user("alice")
-        board = world.post(CHANNEL, content="the board, as the bot that died left it")
+        board = world.post(
+            CHANNEL, content="the board, as the bot that died left it", guild_id=GUILD
+        )
         # A bot that died right after asking the workers for its move: the service's own
         # steps, with nobody left to wait for the answer.
         async with Redis.from_url(redis_url) as redis, JobClient(redis_url) as jobs:

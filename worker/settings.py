@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -319,6 +319,25 @@ class Settings(BaseSettings):
     bot_key_prefix: str = Field(
         "plybot:discord:", description="Prefix of the Discord bot's Redis keys (games, stats)."
     )
+    bot_shard_id: int | None = Field(
+        None,
+        ge=0,
+        description="This bot process's gateway shard (with `PLYBOT_BOT_SHARD_COUNT`; "
+        "it gets the events of the guilds whose `(id >> 22) % count` is this). Unset: one shard.",
+    )
+    bot_shard_count: int | None = Field(
+        None, ge=1, description="How many gateway shards the bot's processes split the guilds into."
+    )
+
+    @model_validator(mode="after")
+    def _one_shard_of_many(self) -> Settings:
+        """A shard id needs the shard count, and lies below it."""
+        shard, count = self.bot_shard_id, self.bot_shard_count
+        if (shard is None) != (count is None) or (count is not None and shard >= count):
+            raise ValueError(
+                "set PLYBOT_BOT_SHARD_ID and PLYBOT_BOT_SHARD_COUNT together, id < count"
+            )
+        return self
 
 
 @lru_cache(maxsize=1)

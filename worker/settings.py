@@ -333,7 +333,9 @@ class Settings(BaseSettings):
     def _one_shard_of_many(self) -> Settings:
         """A shard id needs the shard count, and lies below it."""
         shard, count = self.bot_shard_id, self.bot_shard_count
-        if (shard is None) != (count is None) or (count is not None and shard >= count):
+        if shard is None and count is None:
+            return self
+        if shard is None or count is None or shard >= count:
             raise ValueError(
                 "set PLYBOT_BOT_SHARD_ID and PLYBOT_BOT_SHARD_COUNT together, id < count"
             )

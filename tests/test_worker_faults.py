@@ -360,6 +360,16 @@ def test_rq_tools_see_the_workers_and_the_jobs_they_run(
     assert FinishedJobRegistry(queue=queue).get_job_ids() == [analyses[1]]
     assert StartedJobRegistry(queue=queue).get_job_ids() == []
     assert {w.get_state() for w in Worker.all(connection=clean_redis)} == {"idle"}
+    # An operator's `rq requeue` runs the failed job again, from a clean record.
+    requeue = [rq, "requeue", "--url", redis_url, "--queue", "analysis", "--all"]
+    subprocess.run(requeue, capture_output=True, text=True, check=True)
+    wait_for(lambda: state(store, analyses[0]).status == "running", "requeued, running again")
+    again = state(store, analyses[0])
+    assert again.attempts == 1 and not again.error, again
+    assert FailedJobRegistry(queue=queue).get_job_ids() == []
+    assert StartedJobRegistry(queue=queue).get_job_ids() == [analyses[0]]
+    store.cancel(analyses[0])  # (a long solve: not waited for)
+    wait_for(lambda: finished(store, analyses[0]), "canceled again")
 
 
 def test_a_job_whose_finish_redis_lost_is_run_again_uncharged(

@@ -201,9 +201,19 @@ return 'cancel'
 """
 
 # Start a queued job: returns {attempt number, enqueued_at}, or {0, ''} if the job
-# is not queued (finished, canceled or expired meanwhile).
+# is not queued (finished, canceled or expired meanwhile). A failed job whose RQ record
+# says queued again was requeued by an operator (`rq requeue`, rq-dashboard): it runs
+# again from a clean record (no error, no attempts, no expiry, no cancel request).
+# KEYS: our record, running hash, progress list, RQ's record, waiting set, cancel flag.
 _START = """
 local status = redis.call('HGET', KEYS[1], 'status')
+if status == 'failed' and redis.call('HGET', KEYS[4], 'status') == 'queued' then
+  redis.call('DEL', KEYS[6])
+  redis.call('HDEL', KEYS[1], 'error', 'ended_at', 'progress')
+  redis.call('HSET', KEYS[1], 'status', 'queued', 'attempts', 0)
+  redis.call('PERSIST', KEYS[1])
+  status = 'queued'
+end
 if status ~= 'queued' then return {0} end
 local attempts = redis.call('HINCRBY', KEYS[1], 'attempts', 1)
 redis.call('HSET', KEYS[1], 'status', 'running', 'worker', ARGV[1], 'started_at', ARGV[2])
@@ -604,6 +614,7 @@ class JobStore:
                 keys.progress(job_id),
                 _rq_job(job_id),
                 keys.WAITING,
+                keys.cancel(job_id),
             ],
             args=[worker, repr(time.time()), job_id, utcformat(rq_now())],
         )

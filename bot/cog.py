@@ -7,6 +7,12 @@ service returns: a :class:`~bot.service.Notice` ephemerally, an
 the workers (the bot's moves) runs in background tasks, so the event loop never
 waits on the engine; the sweeper task expires challenges and forfeits idle games.
 
+Languages (see :mod:`bot.strings`): what only the user who acted sees (an
+ephemeral reply) is in their Discord language; what the channel sees (boards,
+challenges, announcements, the answers of ``/analyze``, ``/stats`` and
+``/leaderboard``) is in the server's (:meth:`~bot.service.DiscordGames.public_language`),
+and a game's messages stay in the language it started in.
+
 Messages are edited through ``bot.get_partial_messageable(channel).get_partial_message(id)``,
 not the interaction's webhook (valid for 15 minutes only): a game lasts longer.
 """
@@ -36,6 +42,7 @@ from bot.render import (
     leaderboard_text,
     mention,
     stats_text,
+    table_language,
     title,
 )
 from bot.service import DiscordGames, Notice, Update, notice
@@ -64,6 +71,22 @@ _FAILED = notice("failed")
 def _lang(interaction: discord.Interaction[Any]) -> str:
     """The language of the user's replies (their Discord locale, if shipped)."""
     return language(interaction.locale)
+
+
+def _guild_lang(interaction: discord.Interaction[Any]) -> str:
+    """The language of the server's Discord locale (if shipped); the user's outside a server
+    (a DM: only they see the answer). A server's ``language`` setting comes before it."""
+    if interaction.guild_id is None:
+        return _lang(interaction)
+    return language(interaction.guild_locale)
+
+
+#: ``/settings language``: a shipped language, or back to the server's Discord locale.
+LANGUAGE_CHOICES = [
+    app_commands.Choice(name="English", value="en"),
+    app_commands.Choice(name="Français", value="fr"),
+    app_commands.Choice(name="The server's Discord language", value="auto"),
+]
 
 
 #: What the bot needs in a channel to show a game there, with the names Discord shows.
@@ -217,20 +240,26 @@ class Games(commands.Cog, name=COG_NAME):
                 _NO_WORKERS.told(_lang(interaction)), ephemeral=True
             )
             return
+        guild_id = None if interaction.guild_id is None else str(interaction.guild_id)
+        lang = await self._quick(self.service.public_language(guild_id, _guild_lang(interaction)))
+        if isinstance(lang, Notice):
+            await interaction.response.send_message(lang.told(_lang(interaction)), ephemeral=True)
+            return
         refused = await self._quick(self.service.analyze_cooldown(str(interaction.user.id)))
         if refused is not None:
             await interaction.response.send_message(
                 refused.told(_lang(interaction)), ephemeral=True
             )
             return
+        # The answer is public (the deferred message): in the server's language.
         await interaction.response.defer(thinking=True)
         result = await self.service.analyze(request)
         if isinstance(result, Notice):
-            await interaction.edit_original_response(content=result.told(_lang(interaction)))
+            await interaction.edit_original_response(content=result.told(lang))
         else:
             board = request.board()
             await interaction.edit_original_response(
-                embed=analysis_embed(board, result), **pictures(board, new=False)
+                embed=analysis_embed(board, result, lang), **pictures(board, new=False)
             )
 
     @app_commands.command(
@@ -246,9 +275,8 @@ class Games(commands.Cog, name=COG_NAME):
         if isinstance(result, Notice):
             await interaction.response.send_message(result.told(_lang(interaction)), ephemeral=True)
             return
-        await interaction.response.send_message(
-            result.announce or "Resigned.", allowed_mentions=quiet()
-        )
+        resigned = result.announce or say("resigned", table_language(result.table))
+        await interaction.response.send_message(resigned, allowed_mentions=quiet())
         self._spawn(self.show(result, announce=False))
 
     @app_commands.command(
@@ -275,11 +303,15 @@ class Games(commands.Cog, name=COG_NAME):
         self, interaction: discord.Interaction[Any], user: discord.Member | None = None
     ) -> None:
         who = str((user or interaction.user).id)
-        found = await self._quick(self.service.user_stats(str(interaction.guild_id), who))
+        asked = self.service.user_stats(str(interaction.guild_id), who)
+        found = await self._quick(self._with_language(interaction, asked))
         if isinstance(found, Notice):
             await interaction.response.send_message(found.told(_lang(interaction)), ephemeral=True)
             return
-        embed = discord.Embed(title="plybot stats", description=stats_text(who, found))
+        stats, lang = found
+        embed = discord.Embed(
+            title=say("stats_title", lang), description=stats_text(who, stats, lang)
+        )
         await interaction.response.send_message(embed=embed)
 
     @app_commands.command(name="leaderboard", description="The best-rated players in this server.")
@@ -288,12 +320,15 @@ class Games(commands.Cog, name=COG_NAME):
     async def leaderboard(
         self, interaction: discord.Interaction[Any], game: GameName = "connect4"
     ) -> None:
-        found = await self._quick(self.service.leaderboard(str(interaction.guild_id), game))
+        asked = self.service.leaderboard(str(interaction.guild_id), game)
+        found = await self._quick(self._with_language(interaction, asked))
         if isinstance(found, Notice):
             await interaction.response.send_message(found.told(_lang(interaction)), ephemeral=True)
             return
+        standings, lang = found
         embed = discord.Embed(
-            title=f"{title(game)} leaderboard", description=leaderboard_text(game, found)
+            title=say("leaderboard_title", lang, game=title(game, lang)),
+            description=leaderboard_text(game, standings, lang),
         )
         await interaction.response.send_message(embed=embed)
 
@@ -305,7 +340,9 @@ class Games(commands.Cog, name=COG_NAME):
         move_timeout="Minutes a player has for a move before forfeiting (1 to 10080)",
         channel="The one channel where games are played",
         any_channel="Allow games in every channel again",
+        language="The language of boards and announcements here",
     )
+    @app_commands.choices(language=LANGUAGE_CHOICES)
     @app_commands.default_permissions(manage_guild=True)
     @app_commands.guild_only()
     async def settings_command(
@@ -315,10 +352,11 @@ class Games(commands.Cog, name=COG_NAME):
         move_timeout: app_commands.Range[int, 1, 10080] | None = None,
         channel: discord.TextChannel | None = None,
         any_channel: bool = False,
+        language: app_commands.Choice[str] | None = None,
     ) -> None:
         """Show the server's settings, or change them (members with Manage Server only:
         the default permission hides the command from others, and this check holds even
-        where a server overrides it)."""
+        where a server overrides it). The reply is ephemeral: in the manager's language."""
         if not interaction.permissions.manage_guild:
             await interaction.response.send_message(
                 say("managers_only", _lang(interaction)), ephemeral=True
@@ -334,6 +372,7 @@ class Games(commands.Cog, name=COG_NAME):
                     timeout_s=None if move_timeout is None else move_timeout * 60.0,
                     channel_id=None if channel is None else str(channel.id),
                     any_channel=any_channel,
+                    language=None if language is None else language.value,
                 )
             )
         except ValueError:
@@ -344,17 +383,20 @@ class Games(commands.Cog, name=COG_NAME):
         if isinstance(found, Notice):
             await interaction.response.send_message(found.told(_lang(interaction)), ephemeral=True)
             return
-        changed = any(x is not None for x in (level, move_timeout, channel)) or any_channel
+        changed = any(x is not None for x in (level, move_timeout, channel, language))
+        changed = changed or any_channel
         lang = _lang(interaction)
         lines = [say("settings_changed" if changed else "settings_shown", lang)]
-        lines.append(found.describe(lang))
+        lines.append(found.describe(lang, _guild_lang(interaction)))
         if changed:
             lines.append(say("settings_note", lang))
         await interaction.response.send_message("\n".join(lines), ephemeral=True)
 
     @app_commands.command(name="help", description="How to play plybot.")
     async def help(self, interaction: discord.Interaction[Any]) -> None:
-        await interaction.response.send_message(embed=help_embed(), ephemeral=True)
+        await interaction.response.send_message(
+            embed=help_embed(_lang(interaction)), ephemeral=True
+        )
 
     # -- button handlers (called by bot.views) ------------------------------------------
 
@@ -374,7 +416,8 @@ class Games(commands.Cog, name=COG_NAME):
 
     async def on_rematch(self, interaction: discord.Interaction[Any], game_id: str) -> None:
         """A new game (or challenge) posted as a new message under the finished one."""
-        result = await self._quick(self.service.rematch(game_id, str(interaction.user.id)))
+        user = str(interaction.user.id)
+        result = await self._quick(self.service.rematch(game_id, user, _guild_lang(interaction)))
         await self._begin(interaction, result)
 
     async def on_challenge(
@@ -420,6 +463,7 @@ class Games(commands.Cog, name=COG_NAME):
                 level=level,
                 first=first,
                 position=position,
+                guild_lang=_guild_lang(interaction),
             )
         )
         await self._begin(interaction, result)
@@ -617,6 +661,14 @@ class Games(commands.Cog, name=COG_NAME):
                 await interaction.response.send_message(text, ephemeral=True)
         except discord.HTTPException as exc:
             log.warning("cannot answer interaction %s: %s", interaction.id, exc)
+
+    async def _with_language(
+        self, interaction: discord.Interaction[Any], call: Awaitable[T]
+    ) -> tuple[T, str]:
+        """``call``'s result, and the language of the server's public messages."""
+        found = await call  # first: a coroutine is always awaited, even if Redis fails after
+        guild_id = None if interaction.guild_id is None else str(interaction.guild_id)
+        return found, await self.service.public_language(guild_id, _guild_lang(interaction))
 
     async def _quick(self, call: Awaitable[T]) -> T | Notice:
         """``call`` within :data:`QUICK_S` (before the interaction is answered), or a Notice."""

@@ -46,7 +46,7 @@ from bot.render import (
     title,
 )
 from bot.service import DiscordGames, Notice, Update, notice
-from bot.strings import language, say
+from bot.strings import LANGUAGES, language, say
 from bot.views import COG_NAME, challenge_view, game_view
 from engine.game import Game
 from worker.games import BOT, GameSession
@@ -81,14 +81,6 @@ def _guild_lang(interaction: discord.Interaction[Any]) -> str:
     return language(interaction.guild_locale)
 
 
-#: ``/settings language``: a shipped language, or back to the server's Discord locale.
-LANGUAGE_CHOICES = [
-    app_commands.Choice(name="English", value="en"),
-    app_commands.Choice(name="Français", value="fr"),
-    app_commands.Choice(name="The server's Discord language", value="auto"),
-]
-
-
 #: What the bot needs in a channel to show a game there, with the names Discord shows.
 NEEDED = {
     "view_channel": "View Channel",
@@ -98,12 +90,40 @@ NEEDED = {
     "read_message_history": "Read Message History",
 }
 
+
+def _t(key: str) -> app_commands.locale_str:
+    """A command's or option's description: the English of ``key`` in :mod:`bot.strings`,
+    which :class:`StringsTranslator` gives Discord in the other languages."""
+    return app_commands.locale_str(say(key), key=key)
+
+
+class StringsTranslator(app_commands.Translator):
+    """The slash commands' descriptions in every shipped language but English (the
+    default), from :mod:`bot.strings`; names stay as they are."""
+
+    async def translate(
+        self,
+        string: app_commands.locale_str,
+        locale: discord.Locale,
+        context: app_commands.TranslationContextTypes,
+    ) -> str | None:
+        key = string.extras.get("key")
+        lang = language(locale)
+        # Only a locale whose language is shipped (``fr``, not ``en-US``, ``ja``...).
+        if key is None or lang == LANGUAGES[0] or str(locale.value).split("-")[0] != lang:
+            return None
+        return say(key, lang)
+
+
 #: The options /connect4 and /tictactoe share (each adds its own ``position``).
-_PLAY_OPTIONS = {
-    "opponent": "Challenge this member (leave empty to play plybot)",
-    "level": "plybot's strength (default medium; not for games against a member)",
-    "first": "Who moves first (default: you)",
-}
+_PLAY_OPTIONS = {"opponent": _t("opt_opponent"), "level": _t("opt_level"), "first": _t("opt_first")}
+
+#: ``/settings language``: a shipped language, or back to the server's Discord locale.
+LANGUAGE_CHOICES = [
+    app_commands.Choice(name="English", value="en"),
+    app_commands.Choice(name="Français", value="fr"),
+    app_commands.Choice(name=_t("choice_language_auto"), value="auto"),
+]
 
 
 def draw(
@@ -186,10 +206,8 @@ class Games(commands.Cog, name=COG_NAME):
 
     # -- slash commands --------------------------------------------------------------
 
-    @app_commands.command(
-        name="connect4", description="Play Connect Four against plybot, or challenge someone."
-    )
-    @app_commands.describe(**_PLAY_OPTIONS, position="Start from these moves, e.g. 4453")
+    @app_commands.command(name="connect4", description=_t("cmd_connect4"))
+    @app_commands.describe(**_PLAY_OPTIONS, position=_t("opt_position_connect4"))
     @app_commands.guild_only()
     async def connect4(
         self,
@@ -201,10 +219,8 @@ class Games(commands.Cog, name=COG_NAME):
     ) -> None:
         await self._start(interaction, "connect4", opponent, level, first, position)
 
-    @app_commands.command(
-        name="tictactoe", description="Play tic-tac-toe against plybot, or challenge someone."
-    )
-    @app_commands.describe(**_PLAY_OPTIONS, position="Start from these moves (cells 1-9), e.g. 51")
+    @app_commands.command(name="tictactoe", description=_t("cmd_tictactoe"))
+    @app_commands.describe(**_PLAY_OPTIONS, position=_t("opt_position_tictactoe"))
     @app_commands.guild_only()
     async def tictactoe(
         self,
@@ -216,12 +232,8 @@ class Games(commands.Cog, name=COG_NAME):
     ) -> None:
         await self._start(interaction, "tictactoe", opponent, level, first, position)
 
-    @app_commands.command(
-        name="analyze", description="Every move's score, the best move and its line."
-    )
-    @app_commands.describe(
-        game="The game", position="The moves so far, e.g. 4453 (empty: the start)"
-    )
+    @app_commands.command(name="analyze", description=_t("cmd_analyze"))
+    @app_commands.describe(game=_t("opt_game"), position=_t("opt_position_analyze"))
     async def analyze(
         self,
         interaction: discord.Interaction[Any],
@@ -262,9 +274,7 @@ class Games(commands.Cog, name=COG_NAME):
                 embed=analysis_embed(board, result, lang), **pictures(board, new=False)
             )
 
-    @app_commands.command(
-        name="resign", description="Resign your game in this channel (or withdraw your challenge)."
-    )
+    @app_commands.command(name="resign", description=_t("cmd_resign"))
     @app_commands.guild_only()
     async def resign(self, interaction: discord.Interaction[Any]) -> None:
         result = await self._quick(
@@ -279,9 +289,7 @@ class Games(commands.Cog, name=COG_NAME):
         await interaction.response.send_message(resigned, allowed_mentions=quiet())
         self._spawn(self.show(result, announce=False))
 
-    @app_commands.command(
-        name="board", description="Show your game in this channel again, at the bottom."
-    )
+    @app_commands.command(name="board", description=_t("cmd_board"))
     @app_commands.guild_only()
     async def board(self, interaction: discord.Interaction[Any]) -> None:
         found = await self._quick(
@@ -294,10 +302,8 @@ class Games(commands.Cog, name=COG_NAME):
             return
         await self._post(interaction, found)
 
-    @app_commands.command(
-        name="stats", description="Results against plybot per level, and the rating between people."
-    )
-    @app_commands.describe(user="Whose stats (default: yours)")
+    @app_commands.command(name="stats", description=_t("cmd_stats"))
+    @app_commands.describe(user=_t("opt_user"))
     @app_commands.guild_only()
     async def stats(
         self, interaction: discord.Interaction[Any], user: discord.Member | None = None
@@ -314,8 +320,8 @@ class Games(commands.Cog, name=COG_NAME):
         )
         await interaction.response.send_message(embed=embed)
 
-    @app_commands.command(name="leaderboard", description="The best-rated players in this server.")
-    @app_commands.describe(game="Which game (default Connect Four)")
+    @app_commands.command(name="leaderboard", description=_t("cmd_leaderboard"))
+    @app_commands.describe(game=_t("opt_leaderboard_game"))
     @app_commands.guild_only()
     async def leaderboard(
         self, interaction: discord.Interaction[Any], game: GameName = "connect4"
@@ -332,15 +338,13 @@ class Games(commands.Cog, name=COG_NAME):
         )
         await interaction.response.send_message(embed=embed)
 
-    @app_commands.command(
-        name="settings", description="This server's plybot settings (Manage Server to change)."
-    )
+    @app_commands.command(name="settings", description=_t("cmd_settings"))
     @app_commands.describe(
-        level="plybot's default strength here",
-        move_timeout="Minutes a player has for a move before forfeiting (1 to 10080)",
-        channel="The one channel where games are played",
-        any_channel="Allow games in every channel again",
-        language="The language of boards and announcements here",
+        level=_t("opt_default_level"),
+        move_timeout=_t("opt_move_timeout"),
+        channel=_t("opt_channel"),
+        any_channel=_t("opt_any_channel"),
+        language=_t("opt_language"),
     )
     @app_commands.choices(language=LANGUAGE_CHOICES)
     @app_commands.default_permissions(manage_guild=True)
@@ -392,7 +396,7 @@ class Games(commands.Cog, name=COG_NAME):
             lines.append(say("settings_note", lang))
         await interaction.response.send_message("\n".join(lines), ephemeral=True)
 
-    @app_commands.command(name="help", description="How to play plybot.")
+    @app_commands.command(name="help", description=_t("cmd_help"))
     async def help(self, interaction: discord.Interaction[Any]) -> None:
         await interaction.response.send_message(
             embed=help_embed(_lang(interaction)), ephemeral=True

@@ -383,6 +383,97 @@ STRINGS: dict[str, dict[str, str]] = {
         "Appuyez sur le bouton d'une colonne (ou d'une case) pour jouer. Une partie restée "
         "trop longtemps sans coup est perdue par forfait par le joueur au trait.",
     },
+    # -- slash commands' descriptions (their names and options' names stay as they are) --
+    "cmd_connect4": {
+        "en": "Play Connect Four against plybot, or challenge someone.",
+        "fr": "Jouer à Puissance 4 contre plybot, ou défier quelqu'un.",
+    },
+    "cmd_tictactoe": {
+        "en": "Play tic-tac-toe against plybot, or challenge someone.",
+        "fr": "Jouer au morpion contre plybot, ou défier quelqu'un.",
+    },
+    "cmd_analyze": {
+        "en": "Every move's score, the best move and its line.",
+        "fr": "Le score de chaque coup, le meilleur coup et sa suite.",
+    },
+    "cmd_resign": {
+        "en": "Resign your game in this channel (or withdraw your challenge).",
+        "fr": "Abandonner votre partie dans ce salon (ou retirer votre défi).",
+    },
+    "cmd_board": {
+        "en": "Show your game in this channel again, at the bottom.",
+        "fr": "Réafficher votre partie de ce salon, tout en bas.",
+    },
+    "cmd_stats": {
+        "en": "Results against plybot per level, and the rating between people.",
+        "fr": "Résultats contre plybot par niveau, et classement entre membres.",
+    },
+    "cmd_leaderboard": {
+        "en": "The best-rated players in this server.",
+        "fr": "Les membres les mieux classés de ce serveur.",
+    },
+    "cmd_settings": {
+        "en": "This server's plybot settings (Manage Server to change).",
+        "fr": "Les réglages de plybot sur ce serveur (Gérer le serveur pour les changer).",
+    },
+    "cmd_help": {"en": "How to play plybot.", "fr": "Comment jouer avec plybot."},
+    "opt_opponent": {
+        "en": "Challenge this member (leave empty to play plybot)",
+        "fr": "Défier ce membre (vide : jouer contre plybot)",
+    },
+    "opt_level": {
+        "en": "plybot's strength (default medium; not for games against a member)",
+        "fr": "La force de plybot (medium par défaut ; pas contre un membre)",
+    },
+    "opt_first": {
+        "en": "Who moves first (default: you)",
+        "fr": "Qui joue en premier (vous par défaut)",
+    },
+    "opt_position_connect4": {
+        "en": "Start from these moves, e.g. 4453",
+        "fr": "Partir de ces coups, par ex. 4453",
+    },
+    "opt_position_tictactoe": {
+        "en": "Start from these moves (cells 1-9), e.g. 51",
+        "fr": "Partir de ces coups (cases 1 à 9), par ex. 51",
+    },
+    "opt_game": {"en": "The game", "fr": "Le jeu"},
+    "opt_position_analyze": {
+        "en": "The moves so far, e.g. 4453 (empty: the start)",
+        "fr": "Les coups joués, par ex. 4453 (vide : le départ)",
+    },
+    "opt_user": {
+        "en": "Whose stats (default: yours)",
+        "fr": "Les statistiques de qui (les vôtres par défaut)",
+    },
+    "opt_leaderboard_game": {
+        "en": "Which game (default Connect Four)",
+        "fr": "Quel jeu (Puissance 4 par défaut)",
+    },
+    "opt_default_level": {
+        "en": "plybot's default strength here",
+        "fr": "La force de plybot par défaut ici",
+    },
+    "opt_move_timeout": {
+        "en": "Minutes a player has for a move before forfeiting (1 to 10080)",
+        "fr": "Minutes pour jouer un coup avant de perdre par forfait (1 à 10080)",
+    },
+    "opt_channel": {
+        "en": "The one channel where games are played",
+        "fr": "Le seul salon où se jouent les parties",
+    },
+    "opt_any_channel": {
+        "en": "Allow games in every channel again",
+        "fr": "Autoriser de nouveau les parties dans tous les salons",
+    },
+    "opt_language": {
+        "en": "The language of boards and announcements here",
+        "fr": "La langue des plateaux et des annonces ici",
+    },
+    "choice_language_auto": {
+        "en": "The server's Discord language",
+        "fr": "La langue du serveur dans Discord",
+    },
 }
 
 

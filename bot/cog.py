@@ -108,10 +108,9 @@ class StringsTranslator(app_commands.Translator):
         context: app_commands.TranslationContextTypes,
     ) -> str | None:
         key = string.extras.get("key")
-        lang = language(locale)
-        # Only a locale whose language is shipped (``fr``, not ``en-US``, ``ja``...).
-        if key is None or lang == LANGUAGES[0] or str(locale.value).split("-")[0] != lang:
-            return None
+        lang = language(locale)  # English for a language not shipped
+        if key is None or lang == LANGUAGES[0]:
+            return None  # Discord shows the English description
         return say(key, lang)
 
 

@@ -10,7 +10,10 @@ answer to ``/analyze`` or ``/stats``) follows the server (its ``language``
 setting, else its Discord locale), and a game's or challenge's messages keep the
 language it started in. What quotes the engine (a refused position, an illegal
 move, an analysis's note) keeps the engine's English inside the translated
-sentence. Log messages are not here: they stay English where they are logged.
+sentence. The slash commands' descriptions are here too (``cmd_*``, ``opt_*``),
+given to Discord in every language by :class:`bot.cog.StringsTranslator`; the
+commands' and options' names are the same in every language. Log messages are
+not here: they stay English where they are logged.
 """
 
 from __future__ import annotations

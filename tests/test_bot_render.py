@@ -250,6 +250,25 @@ def test_every_reply_exists_in_every_language_with_the_same_blanks() -> None:
     assert say("game_over", "ja") == "This game is over."  # not shipped: English
 
 
+def test_every_key_the_bot_says_is_in_the_table() -> None:
+    """Every literal key of ``say``, ``notice`` and ``_t`` in bot/ is in STRINGS."""
+    import re
+    from pathlib import Path
+
+    from bot.strings import STRINGS
+
+    root = Path(__file__).resolve().parent.parent / "bot"
+    said: set[str] = set()
+    for source in root.glob("*.py"):
+        text = source.read_text()
+        said |= set(re.findall(r'(?:say|_t|notice)\(\s*"(\w+)"', text))
+    assert said and said <= set(STRINGS), sorted(said - set(STRINGS))
+    # Keys made from a value: every value they can take.
+    for game in ("connect4", "tictactoe"):
+        assert f"title_{game}" in STRINGS
+    assert {"language_en", "language_fr", "only_accept", "only_answer"} <= set(STRINGS)
+
+
 def test_a_game_and_a_challenge_are_drawn_in_the_language_they_started_in() -> None:
     from bot.service import result_text
 

@@ -21,7 +21,7 @@ import discord
 from discord.ext import commands
 from redis.asyncio import Redis
 
-from bot.cog import Games
+from bot.cog import Games, StringsTranslator
 from bot.keys import Keys
 from bot.service import DiscordGames
 from bot.views import DYNAMIC_ITEMS
@@ -97,13 +97,21 @@ class PlybotBot(commands.Bot):
         self.jobs = JobClient(self.redis_url, self.settings)
         service = DiscordGames(self.redis, self.jobs, self.settings)
         self.add_dynamic_items(*DYNAMIC_ITEMS)
+        if self.tree.translator is None:  # the commands' descriptions in every language
+            await self.tree.set_translator(StringsTranslator())
         cog = Games(self, service, self.settings)
         await self.add_cog(cog)
         return cog
 
-    def commands_hash(self, guild: discord.abc.Snowflake | None = None) -> str:
-        """A digest of the slash commands as they would be sent to Discord."""
-        payload = [c.to_dict(self.tree) for c in self.tree.get_commands(guild=guild)]
+    async def commands_hash(self, guild: discord.abc.Snowflake | None = None) -> str:
+        """A digest of the slash commands as they would be sent to Discord (with their
+        translations: a changed translation is synced too)."""
+        commands = self.tree.get_commands(guild=guild)
+        translator = self.tree.translator
+        if translator is None:
+            payload = [c.to_dict(self.tree) for c in commands]
+        else:
+            payload = [await c.get_translated_payload(self.tree, translator) for c in commands]
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
     async def sync_commands(self, *, force: bool = False) -> bool:
@@ -117,7 +125,7 @@ class PlybotBot(commands.Bot):
             self.tree.copy_global_to(guild=guild)
         scope = "global" if guild_id is None else str(guild_id)
         key = Keys(self.settings.bot_key_prefix).synced(f"{self.application_id}:{scope}")
-        digest = self.commands_hash(guild)
+        digest = await self.commands_hash(guild)
         if not force and (await self.redis.get(key)) == digest.encode():
             log.info("slash commands unchanged since the last sync: not synced")
             return False

@@ -36,6 +36,8 @@ class Challenge(BaseModel):
     guild_id: str
     channel_id: str
     message_id: str | None = None
+    #: The language of the challenge's messages, and of the game it becomes.
+    lang: str = "en"
     created_at: float
     expires_at: float
 

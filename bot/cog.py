@@ -7,6 +7,12 @@ service returns: a :class:`~bot.service.Notice` ephemerally, an
 the workers (the bot's moves) runs in background tasks, so the event loop never
 waits on the engine; the sweeper task expires challenges and forfeits idle games.
 
+Languages (see :mod:`bot.strings`): what only the user who acted sees (an
+ephemeral reply) is in their Discord language; what the channel sees (boards,
+challenges, announcements, the answers of ``/analyze``, ``/stats`` and
+``/leaderboard``) is in the server's (:meth:`~bot.service.DiscordGames.public_language`),
+and a game's messages stay in the language it started in.
+
 Messages are edited through ``bot.get_partial_messageable(channel).get_partial_message(id)``,
 not the interaction's webhook (valid for 15 minutes only): a game lasts longer.
 """
@@ -36,10 +42,11 @@ from bot.render import (
     leaderboard_text,
     mention,
     stats_text,
+    table_language,
     title,
 )
 from bot.service import DiscordGames, Notice, Update, notice
-from bot.strings import language, say
+from bot.strings import LANGUAGES, language, say
 from bot.views import COG_NAME, challenge_view, game_view
 from engine.game import Game
 from worker.games import BOT, GameSession
@@ -66,6 +73,14 @@ def _lang(interaction: discord.Interaction[Any]) -> str:
     return language(interaction.locale)
 
 
+def _guild_lang(interaction: discord.Interaction[Any]) -> str:
+    """The language of the server's Discord locale (if shipped); the user's outside a server
+    (a DM: only they see the answer). A server's ``language`` setting comes before it."""
+    if interaction.guild_id is None:
+        return _lang(interaction)
+    return language(interaction.guild_locale)
+
+
 #: What the bot needs in a channel to show a game there, with the names Discord shows.
 NEEDED = {
     "view_channel": "View Channel",
@@ -75,12 +90,39 @@ NEEDED = {
     "read_message_history": "Read Message History",
 }
 
+
+def _t(key: str) -> app_commands.locale_str:
+    """A command's or option's description: the English of ``key`` in :mod:`bot.strings`,
+    which :class:`StringsTranslator` gives Discord in the other languages."""
+    return app_commands.locale_str(say(key), key=key)
+
+
+class StringsTranslator(app_commands.Translator):
+    """The slash commands' descriptions in every shipped language but English (the
+    default), from :mod:`bot.strings`; names stay as they are."""
+
+    async def translate(
+        self,
+        string: app_commands.locale_str,
+        locale: discord.Locale,
+        context: app_commands.TranslationContextTypes,
+    ) -> str | None:
+        key = string.extras.get("key")
+        lang = language(locale)  # English for a language not shipped
+        if key is None or lang == LANGUAGES[0]:
+            return None  # Discord shows the English description
+        return say(key, lang)
+
+
 #: The options /connect4 and /tictactoe share (each adds its own ``position``).
-_PLAY_OPTIONS = {
-    "opponent": "Challenge this member (leave empty to play plybot)",
-    "level": "plybot's strength (default medium; not for games against a member)",
-    "first": "Who moves first (default: you)",
-}
+_PLAY_OPTIONS = {"opponent": _t("opt_opponent"), "level": _t("opt_level"), "first": _t("opt_first")}
+
+#: ``/settings language``: a shipped language, or back to the server's Discord locale.
+LANGUAGE_CHOICES = [
+    app_commands.Choice(name="English", value="en"),
+    app_commands.Choice(name="Français", value="fr"),
+    app_commands.Choice(name=_t("choice_language_auto"), value="auto"),
+]
 
 
 def draw(
@@ -163,10 +205,8 @@ class Games(commands.Cog, name=COG_NAME):
 
     # -- slash commands --------------------------------------------------------------
 
-    @app_commands.command(
-        name="connect4", description="Play Connect Four against plybot, or challenge someone."
-    )
-    @app_commands.describe(**_PLAY_OPTIONS, position="Start from these moves, e.g. 4453")
+    @app_commands.command(name="connect4", description=_t("cmd_connect4"))
+    @app_commands.describe(**_PLAY_OPTIONS, position=_t("opt_position_connect4"))
     @app_commands.guild_only()
     async def connect4(
         self,
@@ -178,10 +218,8 @@ class Games(commands.Cog, name=COG_NAME):
     ) -> None:
         await self._start(interaction, "connect4", opponent, level, first, position)
 
-    @app_commands.command(
-        name="tictactoe", description="Play tic-tac-toe against plybot, or challenge someone."
-    )
-    @app_commands.describe(**_PLAY_OPTIONS, position="Start from these moves (cells 1-9), e.g. 51")
+    @app_commands.command(name="tictactoe", description=_t("cmd_tictactoe"))
+    @app_commands.describe(**_PLAY_OPTIONS, position=_t("opt_position_tictactoe"))
     @app_commands.guild_only()
     async def tictactoe(
         self,
@@ -193,12 +231,8 @@ class Games(commands.Cog, name=COG_NAME):
     ) -> None:
         await self._start(interaction, "tictactoe", opponent, level, first, position)
 
-    @app_commands.command(
-        name="analyze", description="Every move's score, the best move and its line."
-    )
-    @app_commands.describe(
-        game="The game", position="The moves so far, e.g. 4453 (empty: the start)"
-    )
+    @app_commands.command(name="analyze", description=_t("cmd_analyze"))
+    @app_commands.describe(game=_t("opt_game"), position=_t("opt_position_analyze"))
     async def analyze(
         self,
         interaction: discord.Interaction[Any],
@@ -217,25 +251,29 @@ class Games(commands.Cog, name=COG_NAME):
                 _NO_WORKERS.told(_lang(interaction)), ephemeral=True
             )
             return
+        guild_id = None if interaction.guild_id is None else str(interaction.guild_id)
+        lang = await self._quick(self.service.public_language(guild_id, _guild_lang(interaction)))
+        if isinstance(lang, Notice):
+            await interaction.response.send_message(lang.told(_lang(interaction)), ephemeral=True)
+            return
         refused = await self._quick(self.service.analyze_cooldown(str(interaction.user.id)))
         if refused is not None:
             await interaction.response.send_message(
                 refused.told(_lang(interaction)), ephemeral=True
             )
             return
+        # The answer is public (the deferred message): in the server's language.
         await interaction.response.defer(thinking=True)
         result = await self.service.analyze(request)
         if isinstance(result, Notice):
-            await interaction.edit_original_response(content=result.told(_lang(interaction)))
+            await interaction.edit_original_response(content=result.told(lang))
         else:
             board = request.board()
             await interaction.edit_original_response(
-                embed=analysis_embed(board, result), **pictures(board, new=False)
+                embed=analysis_embed(board, result, lang), **pictures(board, new=False)
             )
 
-    @app_commands.command(
-        name="resign", description="Resign your game in this channel (or withdraw your challenge)."
-    )
+    @app_commands.command(name="resign", description=_t("cmd_resign"))
     @app_commands.guild_only()
     async def resign(self, interaction: discord.Interaction[Any]) -> None:
         result = await self._quick(
@@ -246,14 +284,11 @@ class Games(commands.Cog, name=COG_NAME):
         if isinstance(result, Notice):
             await interaction.response.send_message(result.told(_lang(interaction)), ephemeral=True)
             return
-        await interaction.response.send_message(
-            result.announce or "Resigned.", allowed_mentions=quiet()
-        )
+        resigned = result.announce or say("resigned", table_language(result.table))
+        await interaction.response.send_message(resigned, allowed_mentions=quiet())
         self._spawn(self.show(result, announce=False))
 
-    @app_commands.command(
-        name="board", description="Show your game in this channel again, at the bottom."
-    )
+    @app_commands.command(name="board", description=_t("cmd_board"))
     @app_commands.guild_only()
     async def board(self, interaction: discord.Interaction[Any]) -> None:
         found = await self._quick(
@@ -266,46 +301,51 @@ class Games(commands.Cog, name=COG_NAME):
             return
         await self._post(interaction, found)
 
-    @app_commands.command(
-        name="stats", description="Results against plybot per level, and the rating between people."
-    )
-    @app_commands.describe(user="Whose stats (default: yours)")
+    @app_commands.command(name="stats", description=_t("cmd_stats"))
+    @app_commands.describe(user=_t("opt_user"))
     @app_commands.guild_only()
     async def stats(
         self, interaction: discord.Interaction[Any], user: discord.Member | None = None
     ) -> None:
         who = str((user or interaction.user).id)
-        found = await self._quick(self.service.user_stats(str(interaction.guild_id), who))
+        asked = self.service.user_stats(str(interaction.guild_id), who)
+        found = await self._quick(self._with_language(interaction, asked))
         if isinstance(found, Notice):
             await interaction.response.send_message(found.told(_lang(interaction)), ephemeral=True)
             return
-        embed = discord.Embed(title="plybot stats", description=stats_text(who, found))
+        stats, lang = found
+        embed = discord.Embed(
+            title=say("stats_title", lang), description=stats_text(who, stats, lang)
+        )
         await interaction.response.send_message(embed=embed)
 
-    @app_commands.command(name="leaderboard", description="The best-rated players in this server.")
-    @app_commands.describe(game="Which game (default Connect Four)")
+    @app_commands.command(name="leaderboard", description=_t("cmd_leaderboard"))
+    @app_commands.describe(game=_t("opt_leaderboard_game"))
     @app_commands.guild_only()
     async def leaderboard(
         self, interaction: discord.Interaction[Any], game: GameName = "connect4"
     ) -> None:
-        found = await self._quick(self.service.leaderboard(str(interaction.guild_id), game))
+        asked = self.service.leaderboard(str(interaction.guild_id), game)
+        found = await self._quick(self._with_language(interaction, asked))
         if isinstance(found, Notice):
             await interaction.response.send_message(found.told(_lang(interaction)), ephemeral=True)
             return
+        standings, lang = found
         embed = discord.Embed(
-            title=f"{title(game)} leaderboard", description=leaderboard_text(game, found)
+            title=say("leaderboard_title", lang, game=title(game, lang)),
+            description=leaderboard_text(game, standings, lang),
         )
         await interaction.response.send_message(embed=embed)
 
-    @app_commands.command(
-        name="settings", description="This server's plybot settings (Manage Server to change)."
-    )
+    @app_commands.command(name="settings", description=_t("cmd_settings"))
     @app_commands.describe(
-        level="plybot's default strength here",
-        move_timeout="Minutes a player has for a move before forfeiting (1 to 10080)",
-        channel="The one channel where games are played",
-        any_channel="Allow games in every channel again",
+        level=_t("opt_default_level"),
+        move_timeout=_t("opt_move_timeout"),
+        channel=_t("opt_channel"),
+        any_channel=_t("opt_any_channel"),
+        language=_t("opt_language"),
     )
+    @app_commands.choices(language=LANGUAGE_CHOICES)
     @app_commands.default_permissions(manage_guild=True)
     @app_commands.guild_only()
     async def settings_command(
@@ -315,10 +355,11 @@ class Games(commands.Cog, name=COG_NAME):
         move_timeout: app_commands.Range[int, 1, 10080] | None = None,
         channel: discord.TextChannel | None = None,
         any_channel: bool = False,
+        language: app_commands.Choice[str] | None = None,
     ) -> None:
         """Show the server's settings, or change them (members with Manage Server only:
         the default permission hides the command from others, and this check holds even
-        where a server overrides it)."""
+        where a server overrides it). The reply is ephemeral: in the manager's language."""
         if not interaction.permissions.manage_guild:
             await interaction.response.send_message(
                 say("managers_only", _lang(interaction)), ephemeral=True
@@ -334,6 +375,7 @@ class Games(commands.Cog, name=COG_NAME):
                     timeout_s=None if move_timeout is None else move_timeout * 60.0,
                     channel_id=None if channel is None else str(channel.id),
                     any_channel=any_channel,
+                    language=None if language is None else language.value,
                 )
             )
         except ValueError:
@@ -344,17 +386,20 @@ class Games(commands.Cog, name=COG_NAME):
         if isinstance(found, Notice):
             await interaction.response.send_message(found.told(_lang(interaction)), ephemeral=True)
             return
-        changed = any(x is not None for x in (level, move_timeout, channel)) or any_channel
+        changed = any(x is not None for x in (level, move_timeout, channel, language))
+        changed = changed or any_channel
         lang = _lang(interaction)
         lines = [say("settings_changed" if changed else "settings_shown", lang)]
-        lines.append(found.describe(lang))
+        lines.append(found.describe(lang, _guild_lang(interaction)))
         if changed:
             lines.append(say("settings_note", lang))
         await interaction.response.send_message("\n".join(lines), ephemeral=True)
 
-    @app_commands.command(name="help", description="How to play plybot.")
+    @app_commands.command(name="help", description=_t("cmd_help"))
     async def help(self, interaction: discord.Interaction[Any]) -> None:
-        await interaction.response.send_message(embed=help_embed(), ephemeral=True)
+        await interaction.response.send_message(
+            embed=help_embed(_lang(interaction)), ephemeral=True
+        )
 
     # -- button handlers (called by bot.views) ------------------------------------------
 
@@ -374,7 +419,8 @@ class Games(commands.Cog, name=COG_NAME):
 
     async def on_rematch(self, interaction: discord.Interaction[Any], game_id: str) -> None:
         """A new game (or challenge) posted as a new message under the finished one."""
-        result = await self._quick(self.service.rematch(game_id, str(interaction.user.id)))
+        user = str(interaction.user.id)
+        result = await self._quick(self.service.rematch(game_id, user, _guild_lang(interaction)))
         await self._begin(interaction, result)
 
     async def on_challenge(
@@ -420,6 +466,7 @@ class Games(commands.Cog, name=COG_NAME):
                 level=level,
                 first=first,
                 position=position,
+                guild_lang=_guild_lang(interaction),
             )
         )
         await self._begin(interaction, result)
@@ -617,6 +664,14 @@ class Games(commands.Cog, name=COG_NAME):
                 await interaction.response.send_message(text, ephemeral=True)
         except discord.HTTPException as exc:
             log.warning("cannot answer interaction %s: %s", interaction.id, exc)
+
+    async def _with_language(
+        self, interaction: discord.Interaction[Any], call: Awaitable[T]
+    ) -> tuple[T, str]:
+        """``call``'s result, and the language of the server's public messages."""
+        found = await call  # first: a coroutine is always awaited, even if Redis fails after
+        guild_id = None if interaction.guild_id is None else str(interaction.guild_id)
+        return found, await self.service.public_language(guild_id, _guild_lang(interaction))
 
     async def _quick(self, call: Awaitable[T]) -> T | Notice:
         """``call`` within :data:`QUICK_S` (before the interaction is answered), or a Notice."""

@@ -9,6 +9,11 @@ the column numbers under the columns that the move buttons carry too.
 Tic-tac-toe's board is its nine buttons (see :mod:`bot.views`), so the embed
 holds no second copy. :func:`grid` (emoji text) remains for analyses of
 tic-tac-toe and other games.
+
+Every word comes from :mod:`bot.strings`. A game's board and a challenge are
+drawn in the language recorded with them (:func:`table_language`), whoever
+pressed the button that redraws them; the other texts take the language they
+are to be read in (``lang``, English when not given).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import discord
 from bot.challenges import Challenge
 from bot.picture import board_png
 from bot.stats import Standing, UserStats
+from bot.strings import LANGUAGES, decimal, ordinal, say
 from engine.analysis import moves_to_end
 from engine.connect4 import Connect4
 from engine.game import Game
@@ -35,8 +41,8 @@ PIECES: dict[str, tuple[str, str]] = {"connect4": ("🔴", "🟡"), "tictactoe":
 LAST_PIECES: dict[str, tuple[str, str]] = {"connect4": ("🟥", "🟨"), "tictactoe": ("❎", "🅾️")}
 EMPTY_HOLE = "⚫"
 
-#: Display names of the games.
-TITLES = {"connect4": "Connect Four", "tictactoe": "Tic-tac-toe"}
+#: The games whose names are translated (``title_<game>`` in :mod:`bot.strings`).
+TITLES = ("connect4", "tictactoe")
 
 
 def piece(game: str, player: int) -> str:
@@ -44,8 +50,16 @@ def piece(game: str, player: int) -> str:
     return PIECES.get(game, ("⚪", "⚫"))[player]
 
 
-def title(game: str) -> str:
-    return TITLES.get(game, game)
+def title(game: str, lang: str = "en") -> str:
+    """The game's display name in ``lang`` (its id for a game without one)."""
+    return say(f"title_{game}", lang) if game in TITLES else game
+
+
+def table_language(table: GameSession | Challenge) -> str:
+    """The language a game's or challenge's messages are drawn in: the one recorded when
+    it started (English for records from before languages were recorded)."""
+    lang = table.lang if isinstance(table, Challenge) else table.meta.get("lang", "")
+    return lang if lang in LANGUAGES else LANGUAGES[0]
 
 
 def grid(position: Game) -> str:
@@ -117,12 +131,12 @@ def occupant(position: Game, move: int) -> int | None:
     return None
 
 
-def move_label(position: Game, move: int) -> str:
+def move_label(position: Game, move: int, lang: str = "en") -> str:
     """How a move is named to people: ``column 4``, ``cell 5``, or the game's notation."""
     if isinstance(position, Connect4):
-        return f"column {move + 1}"
+        return say("column", lang, n=move + 1)
     if isinstance(position, TicTacToe):
-        return f"cell {move + 1}"
+        return say("cell", lang, n=move + 1)
     return position.move_name(move)
 
 
@@ -151,9 +165,9 @@ def playable(position: Game) -> frozenset[int]:
     return frozenset(position.legal_moves())
 
 
-def searched(exact: bool, depth: int) -> str:
+def searched(exact: bool, depth: int, lang: str = "en") -> str:
     """How far a score was searched: ``exact`` (solved) or ``depth 12``."""
-    return "exact" if exact else f"depth {depth}"
+    return say("searched_exact", lang) if exact else say("searched_depth", lang, depth=depth)
 
 
 def line_text(position: Game, moves: Sequence[int]) -> str:
@@ -175,18 +189,20 @@ def player_label(game: str, session_players: Sequence[str], index: int, level: s
 
 
 #: The sides named in words, so that the legend does not rest on an emoji's colour alone
-#: (Twemoji's 🟡 is 1.4:1 on the light theme; ❌ and ⭕ are the same red).
-SIDES = {"connect4": ("Red", "Yellow"), "tictactoe": ("X", "O")}
+#: (Twemoji's 🟡 is 1.4:1 on the light theme; ❌ and ⭕ are the same red): keys of
+#: :mod:`bot.strings`, or the marks themselves (the same in every language).
+SIDES = {"connect4": ("side_red", "side_yellow"), "tictactoe": ("X", "O")}
 
 
-def legend(session: GameSession, index: int) -> str:
+def legend(session: GameSession, index: int, lang: str = "en") -> str:
     """``🔴 Red: <@123>``: a player's piece, side in words, and name (the board's key)."""
     label = player_label(session.game, session.players, index, session.level)
     side = SIDES.get(session.game)
     if side is None:
         return label
     piece_, name = label.split(" ", 1)
-    return f"{piece_} {side[index]}: {name}"
+    word = say(side[index], lang) if side[index].startswith("side_") else side[index]
+    return say("legend", lang, piece=piece_, side=word, name=name)
 
 
 def mention(player: str) -> str:
@@ -195,24 +211,27 @@ def mention(player: str) -> str:
 
 
 def status_line(session: GameSession) -> str:
-    """Whose turn it is (with the move number), or how the game ended."""
-    players, level = session.players, session.level
+    """Whose turn it is (with the move number), or how the game ended, in the game's language."""
+    players, level, lang = session.players, session.level, table_language(session)
 
     def label(i: int) -> str:
         return player_label(session.game, players, i, level)
 
     if session.ongoing:
         mover = session.ply % 2
-        doing = "is thinking…" if players[mover] == BOT else "to play"
-        return f"Move {session.ply + 1} · {label(mover)} {doing}"
+        doing = "status_thinking" if players[mover] == BOT else "status_to_play"
+        return say(doing, lang, n=session.ply + 1, player=label(mover))
     if session.status is GameStatus.DRAWN:
-        return f"Draw after {session.ply} moves."
+        return say("status_draw", lang, n=session.ply)
     winner = session.winner or 0
-    if session.status is GameStatus.RESIGNED:
-        return f"{label(1 - winner)} resigned after {session.ply} moves: {label(winner)} wins."
-    if session.status is GameStatus.FORFEIT:
-        return f"{label(1 - winner)} forfeits (no move in time): {label(winner)} wins."
-    return f"{label(winner)} wins after {session.ply} moves."
+    ended = {GameStatus.RESIGNED: "status_resigned", GameStatus.FORFEIT: "status_forfeit"}
+    return say(
+        ended.get(session.status, "status_won"),
+        lang,
+        loser=label(1 - winner),
+        winner=label(winner),
+        n=session.ply,
+    )
 
 
 #: The file name of a board picture in its message (the embed points at it).
@@ -232,176 +251,187 @@ def game_embed(session: GameSession, deadline: float | None = None) -> discord.E
     The board itself is the attached picture (Connect Four), the buttons
     (tic-tac-toe) or a text grid (other games). No engine score is shown: it
     would tell the players who is winning. ``deadline`` (epoch seconds) is when
-    the player to move forfeits; shown only while a person is to move.
+    the player to move forfeits; shown only while a person is to move. In the
+    game's language (:func:`table_language`).
     """
+    lang = table_language(session)
     position = session.position()
-    players = " vs ".join(legend(session, i) for i in (0, 1))
+    players = say("versus", lang, a=legend(session, 0, lang), b=legend(session, 1, lang))
     lines = [players, "", status_line(session)]
     if deadline is not None and session.ongoing and not session.bot_to_move:
-        lines.append(f"Move <t:{int(deadline)}:R> or forfeit.")
+        lines.append(say("move_by", lang, t=int(deadline)))
     picture = board_picture(position)
     if picture is None and not isinstance(position, TicTacToe):
         lines[1:1] = ["", grid(position)]
     color = COLORS.get(session.game, (GREY, GREY))[session.ply % 2] if session.ongoing else GREY
-    embed = discord.Embed(title=title(session.game), description="\n".join(lines), color=color)
+    embed = discord.Embed(
+        title=title(session.game, lang), description="\n".join(lines), color=color
+    )
     if picture is not None:
         embed.set_image(url=f"attachment://{BOARD_FILE}")
     footer = []
     if position.ply:
         last = position.copy()
         move = last.pop()
-        footer.append(f"Last move: {move_label(last, move)}")
-    footer.append(f"game {session.id}")
+        footer.append(say("last_move", lang, move=move_label(last, move, lang)))
+    footer.append(say("game_footer", lang, id=session.id))
     embed.set_footer(text=" · ".join(footer))
     return embed
 
 
+#: How a challenge was closed (:data:`bot.challenges.Answer`) -> its line's key.
+CLOSED = {
+    "declined": "challenge_declined",
+    "withdrawn": "challenge_withdrawn",
+    "expired": "challenge_expired",
+    "accepted": "challenge_accepted",
+}
+
+
 def challenge_embed(challenge: Challenge, closed: str | None = None) -> discord.Embed:
-    """An open challenge (with its expiry), or how it was closed."""
+    """An open challenge (with its expiry), or how it was closed, in its language."""
+    lang = table_language(challenge)
     a, b = mention(challenge.challenger), mention(challenge.opponent)
-    lines = [f"{a} challenges {b} to {title(challenge.game)}."]
+    game = title(challenge.game, lang)
+    lines = [say("challenge_line", lang, a=a, b=b, game=game)]
     side = len(challenge.notation) % 2  # one character per move in both games' notation
     if challenge.notation:
-        lines.append(f"Starting from `{challenge.notation}`.")
+        lines.append(say("challenge_from", lang, notation=challenge.notation))
     mover = f"{piece(challenge.game, side)} {mention(challenge.players[side])}"
-    lines.append(f"{mover} moves {'next' if challenge.notation else 'first'}.")
+    lines.append(
+        say("challenge_next" if challenge.notation else "challenge_first", lang, mover=mover)
+    )
     if closed is None:
-        lines.append(f"{b}: accept or decline <t:{int(challenge.expires_at)}:R>.")
+        lines.append(say("challenge_answer", lang, b=b, t=int(challenge.expires_at)))
         color = COLORS.get(challenge.game, (GREY, GREY))[0]
     else:
-        endings = {
-            "declined": f"{b} declined.",
-            "withdrawn": f"{a} withdrew the challenge.",
-            "expired": f"Expired: {b} did not answer in time.",
-            "accepted": f"{b} accepted.",
-        }
-        lines.append(endings.get(closed, closed))
+        ending = CLOSED.get(closed)
+        lines.append(closed if ending is None else say(ending, lang, a=a, b=b))
         color = GREY
-    embed = discord.Embed(title=f"{title(challenge.game)} challenge", color=color)
+    embed = discord.Embed(title=say("challenge_title", lang, game=game), color=color)
     embed.description = "\n".join(lines)
-    embed.set_footer(text=f"challenge {challenge.id}")
+    embed.set_footer(text=say("challenge_footer", lang, id=challenge.id))
     return embed
 
 
-def verdict(position: Game, score: int, exact: bool) -> str:
+def verdict(position: Game, score: int, exact: bool, lang: str = "en") -> str:
     """A score in plain words for the side to move: who wins, and in how many of their moves."""
     mover = piece(position.name, position.side_to_move)
     other = piece(position.name, 1 - position.side_to_move)
     if not exact:
         if score == 0:
-            return "unclear, looks even"
-        return f"unclear, looks better for {mover if score > 0 else other}"
+            return say("verdict_even", lang)
+        return say("verdict_better", lang, side=mover if score > 0 else other)
     if score == 0:
-        return "a draw with best play"
+        return say("verdict_draw", lang)
     distance = moves_to_end(position, score)
     winner = mover if score > 0 else other
-    within = "" if distance is None else f" with its {_ordinal(distance)} move from now"
-    return f"{winner} wins{within}, with best play"
+    if distance is None:
+        return say("verdict_wins", lang, winner=winner)
+    return say("verdict_wins_at", lang, winner=winner, nth=ordinal(distance, lang))
 
 
-def _ordinal(n: int) -> str:
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
-
-
-def analysis_text(position: Game, result: AnalysisResult) -> str:
-    """The best move and who wins, each move's score (best first), in plain words.
+def analysis_text(position: Game, result: AnalysisResult, lang: str = "en") -> str:
+    """The best move and who wins, each move's score (best first), in plain words, in ``lang``.
 
     No search jargon (nodes, cache): the last line says only whether the answer
     is exact. The line of play is called a beginning unless it reaches the end.
     """
     lines = []
     to_move = piece(position.name, position.side_to_move)
-    where = f"`{position.notation()}`" if position.ply else "the start"
-    lines.append(f"{title(position.name)} at {where}, {to_move} to move:")
-    best = result.best_move or "-"
-    lines.append(f"**Best move {best}**: {verdict(position, result.score, result.exact)}.")
+    if position.ply:
+        where = say("analysis_at", lang, notation=position.notation())
+    else:
+        where = say("analysis_at_start", lang)
+    game = title(position.name, lang)
+    lines.append(say("analysis_heading", lang, game=game, where=where, side=to_move))
+    told = verdict(position, result.score, result.exact, lang)
+    lines.append(say("analysis_best", lang, move=result.best_move or "-", verdict=told))
     if result.pv:
         end = position.copy()
         for move in result.pv:
             end.push(end.parse_move(move))
         whole = end.outcome() is not None
-        lines.append(f"{'Best play' if whole else 'Best play begins'}: {' '.join(result.pv)}")
+        line = " ".join(result.pv)
+        lines.append(
+            say("analysis_line_whole" if whole else "analysis_line_begins", lang, line=line)
+        )
     if result.moves:
         ranked = sorted(result.moves.items(), key=lambda kv: (-kv[1], int(kv[0])))
-        lines.append("Every move: " + ", ".join(f"{m}: {s:+d}" for m, s in ranked))
-        lines.append("(+ wins, 0 draws, - loses; the bigger, the sooner)")
+        scores = ", ".join(f"{m}: {s:+d}" for m, s in ranked)
+        lines.append(say("analysis_every", lang, scores=scores))
+        lines.append(say("analysis_key", lang))
+    took = _duration(result.time_ms, lang)
     if result.exact:
-        lines.append(f"Solved exactly in {_duration(result.time_ms)}.")
+        lines.append(say("analysis_solved", lang, time=took))
     else:
-        lines.append(
-            f"Not solved: looked {result.depth} moves ahead in {_duration(result.time_ms)}."
-        )
+        lines.append(say("analysis_unsolved", lang, depth=result.depth, time=took))
     if result.note:
-        lines.append(result.note)
+        lines.append(result.note)  # the engine's words (English)
     return "\n".join(lines)
 
 
-def _duration(ms: float) -> str:
-    return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
+def _duration(ms: float, lang: str = "en") -> str:
+    return f"{ms:.0f} ms" if ms < 1000 else f"{decimal(ms / 1000, 1, lang)} s"
 
 
-def analysis_embed(position: Game, result: AnalysisResult) -> discord.Embed:
+def analysis_embed(position: Game, result: AnalysisResult, lang: str = "en") -> discord.Embed:
     """The analysed board (the picture, when :func:`board_picture` draws one) and the text."""
     pictured = board_picture(position) is not None
     embed = discord.Embed(
-        title=f"Analysis · {title(position.name)}",
+        title=say("analysis_title", lang, game=title(position.name, lang)),
         description=None if pictured else grid(position),
         color=GREY,
     )
     if pictured:
         embed.set_image(url=f"attachment://{BOARD_FILE}")
-    embed.add_field(name="plybot says", value=analysis_text(position, result)[:1024], inline=False)
+    text = analysis_text(position, result, lang)[:1024]
+    embed.add_field(name=say("analysis_field", lang), value=text, inline=False)
     return embed
 
 
-def stats_text(user_id: str, stats: UserStats) -> str:
+def stats_text(user_id: str, stats: UserStats, lang: str = "en") -> str:
     """A user's results against plybot per game and level, and ratings between users."""
     lines = [f"{mention(user_id)}"]
     if stats.vs_bot:
-        lines.append("**Against plybot** (won / drawn / lost)")
+        lines.append(say("stats_vs_bot", lang))
         for game in sorted({g for g, _ in stats.vs_bot}):
             for level in LEVELS:
                 r = stats.vs_bot.get((game, level))
                 if r:
-                    lines.append(f"{title(game)} {level}: {r['win']} / {r['draw']} / {r['loss']}")
+                    counts = f"{r['win']} / {r['draw']} / {r['loss']}"
+                    lines.append(f"{title(game, lang)} {level}: {counts}")
     if stats.vs_users:
-        lines.append("**Against people** (rating, won / drawn / lost)")
+        lines.append(say("stats_vs_people", lang))
         for game, r in sorted(stats.vs_users.items()):
             rating = stats.ratings.get(game)
             shown = f"{rating:.0f}" if rating is not None else "-"
-            lines.append(f"{title(game)}: {shown}, {r['win']} / {r['draw']} / {r['loss']}")
+            lines.append(f"{title(game, lang)}: {shown}, {r['win']} / {r['draw']} / {r['loss']}")
     if len(lines) == 1:
-        lines.append("No finished games yet.")
+        lines.append(say("stats_none", lang))
     return "\n".join(lines)
 
 
-def plural(n: int, noun: str) -> str:
-    """``1 game``, ``2 games``."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+def plural(n: int, lang: str = "en") -> str:
+    """``1 game``, ``2 games`` in ``lang``."""
+    return say("one_game", lang) if n == 1 else say("games", lang, n=n)
 
 
-def leaderboard_text(game: str, standings: Sequence[Standing]) -> str:
+def leaderboard_text(game: str, standings: Sequence[Standing], lang: str = "en") -> str:
     if not standings:
-        return f"No rated {title(game)} games between people here yet."
+        return say("leaderboard_empty", lang, game=title(game, lang))
     return "\n".join(
-        f"{i}. {mention(s.user_id)}: {s.rating:.0f} ({plural(s.games, 'game')})"
+        say(
+            "leaderboard_row",
+            lang,
+            rank=i,
+            who=mention(s.user_id),
+            rating=f"{s.rating:.0f}",
+            games=plural(s.games, lang),
+        )
         for i, s in enumerate(standings, 1)
     )
 
 
-HELP = """\
-**/connect4** `[opponent] [level] [first] [position]`: play Connect Four against plybot \
-(levels easy, medium, hard, perfect), or challenge `opponent`.
-**/tictactoe** `[opponent] [level] [first] [position]`: the same for tic-tac-toe.
-**/analyze** `game position`: every move's exact score, the best move and its line \
-(position: the moves so far, e.g. `4453`).
-**/resign**: resign your game in this channel (or withdraw your challenge).
-**/stats** `[user]`: results against plybot per level, and the rating between people.
-**/leaderboard** `[game]`: the best-rated players here.
-Press a column (or cell) button to move. A game without a move for a while is forfeited \
-by the player to move."""
-
-
-def help_embed() -> discord.Embed:
-    return discord.Embed(title="plybot", description=HELP, color=GREY)
+def help_embed(lang: str = "en") -> discord.Embed:
+    return discord.Embed(title="plybot", description=say("help", lang), color=GREY)

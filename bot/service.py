@@ -22,6 +22,12 @@ counts it once and frees its claims. While the bot is to move,
 ``await_bot_move`` plays the answer (both through :mod:`worker.bot_moves`, as the
 HTTP API's games do); ``recover`` finds the games whose bot move was in flight
 when the bot stopped.
+
+Languages: a :class:`Notice` is a key and parameters, said in the language of
+whoever reads it; everything public (a game's or a challenge's message and its
+announcements) is said in the language recorded with the game or challenge when
+it started (``meta["lang"]``, ``Challenge.lang``): the server's ``language``
+setting, else its Discord locale (``guild_lang``, given by the caller).
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ from bot.challenges import Answer, Challenge, ChallengeStore
 from bot.guilds import MIN_TIMEOUT_S, GuildSettingsStore
 from bot.keys import Keys
 from bot.limits import Claim, Limits
-from bot.render import mention, title
+from bot.render import mention, table_language, title
 from bot.stats import Settlement, Standing, Stats, UserStats
 from bot.strings import say
 from engine.errors import PlybotError
@@ -159,11 +165,14 @@ class DiscordGames:
         level: str | None = None,
         first: str = "me",
         position: str = "",
+        guild_lang: str = "en",
     ) -> Notice | Update:
         """A game against plybot (``opponent_id`` None or :data:`BOT`), or a challenge.
 
         ``first`` is who makes the next move: ``me``, ``opponent`` or ``random``.
-        ``position`` starts from the moves given (the game's notation).
+        ``position`` starts from the moves given (the game's notation). The game (or
+        challenge) speaks the server's language, ``guild_lang`` (its Discord locale)
+        unless the server chose one; it keeps it to the end.
         """
         if game not in GAMES:
             return notice("unknown_game", game=game, known=", ".join(GAMES))
@@ -180,13 +189,14 @@ class DiscordGames:
         if server.channel_id and channel_id != server.channel_id:
             return notice("games_channel", channel=server.channel_id)
         me_next = first == "me" or (first == "random" and self.rng.random() < 0.5)
+        lang = server.public_language(guild_lang)
         if opponent_id is None or opponent_id == BOT:
             level = level or server.level
             if level not in LEVELS:
                 return notice("unknown_level", level=level, known=", ".join(LEVELS))
             return await self._start_vs_bot(
                 guild_id, channel_id, user_id, game, level, me_next, position, board.ply,
-                timeout_s=server.timeout_s,
+                timeout_s=server.timeout_s, lang=lang,
             )  # fmt: skip
         if level is not None:
             return notice("level_vs_member")
@@ -205,6 +215,7 @@ class DiscordGames:
             challenger_first=me_next == (board.ply % 2 == 0),
             guild_id=guild_id,
             channel_id=channel_id,
+            lang=lang,
         )
         claim = await self.limits.claim(challenge.id, guild_id, channel_id, [user_id, opponent_id])
         if not claim.ok:
@@ -224,16 +235,12 @@ class DiscordGames:
         ply: int,
         *,
         timeout_s: float,
+        lang: str,
     ) -> Notice | Update:
         me_first = me_next == (ply % 2 == 0)
         players = (user_id, BOT) if me_first else (BOT, user_id)
-        session = GameSession.start(
-            game,
-            players,
-            level=level,
-            notation=position,
-            meta={"guild": guild_id, "channel": channel_id, "timeout": str(timeout_s)},
-        )
+        meta = {"guild": guild_id, "channel": channel_id, "timeout": str(timeout_s), "lang": lang}
+        session = GameSession.start(game, players, level=level, notation=position, meta=meta)
         claim = await self.limits.claim(session.id, guild_id, channel_id, [user_id])
         if not claim.ok:
             return self._refusal(claim, user_id)
@@ -278,6 +285,7 @@ class DiscordGames:
                 "channel": taken.channel_id,
                 "message": message_id,
                 "timeout": str(server.timeout_s),
+                "lang": taken.lang,  # the challenge's, whatever the server chose since
             },
         ).model_copy(update={"id": taken.id})  # the claims were taken under this id
         session = await self.games.create(session)
@@ -315,10 +323,11 @@ class DiscordGames:
             winner=None,
             counted=False,
         )
+        lang = table_language(challenge)
         texts = {
-            "declined": f"{mention(challenge.opponent)} declined the challenge.",
-            "withdrawn": f"{mention(challenge.challenger)} withdrew the challenge.",
-            "expired": f"The challenge to {mention(challenge.opponent)} expired unanswered.",
+            "declined": say("announce_declined", lang, who=mention(challenge.opponent)),
+            "withdrawn": say("announce_withdrawn", lang, who=mention(challenge.challenger)),
+            "expired": say("announce_expired", lang, who=mention(challenge.opponent)),
             "accepted": "",
         }
         return Update(challenge, closed=how, announce=texts[how] or None)
@@ -371,9 +380,14 @@ class DiscordGames:
         mover = session.to_move
         if mover is None or mover == BOT or BOT in session.players:
             return Update(session)
-        text = (
-            f"{mention(mover)}, your move in {title(session.game)} "
-            f"(move {session.ply + 1}, before <t:{int(self.deadline(session))}:t>)."
+        lang = table_language(session)
+        text = say(
+            "turn_ping",
+            lang,
+            who=mention(mover),
+            game=title(session.game, lang),
+            n=session.ply + 1,
+            t=int(self.deadline(session)),
         )
         return Update(session, announce=text, ping=mover)
 
@@ -400,11 +414,9 @@ class DiscordGames:
                 Update(turn.session) if turn.session.ongoing else await self._finish(turn.session)
             )
         if turn.failure is not None:
-            return Update(
-                turn.session,
-                announce=f"plybot could not choose its move ({turn.failure}). "
-                "It will try again shortly; `/resign` ends the game.",
-            )
+            lang = table_language(turn.session)
+            failed = say("bot_move_failed", lang, reason=turn.failure)
+            return Update(turn.session, announce=failed)
         return None
 
     async def resign(self, guild_id: str, channel_id: str, user_id: str) -> Notice | Update:
@@ -444,9 +456,10 @@ class DiscordGames:
                 raise
         return await self._finish(session)
 
-    async def rematch(self, game_id: str, user_id: str) -> Notice | Update:
+    async def rematch(self, game_id: str, user_id: str, guild_lang: str = "en") -> Notice | Update:
         """A new game between the same players, sides swapped: at once against plybot,
-        as a challenge to the other player otherwise."""
+        as a challenge to the other player otherwise (in the server's language now: see
+        :meth:`start`)."""
         try:
             session = await self.games.get(game_id)
         except GameNotFoundError:
@@ -465,7 +478,15 @@ class DiscordGames:
             opponent_id=None if other == BOT else other,
             level=session.level if other == BOT else None,
             first="me" if was_second else "opponent",
+            guild_lang=guild_lang,
         )
+
+    async def public_language(self, guild_id: str | None, guild_lang: str) -> str:
+        """The language of public answers in guild ``guild_id`` (``/analyze``, ``/stats``):
+        its ``language`` setting, else ``guild_lang``; ``guild_lang`` outside a guild."""
+        if not guild_id:
+            return guild_lang
+        return (await self.guild_settings.get(guild_id)).public_language(guild_lang)
 
     async def game_in_channel(self, channel_id: str, user_id: str) -> GameSession | Notice:
         """``user_id``'s ongoing game in the channel (for ``/board``)."""
@@ -505,10 +526,12 @@ class DiscordGames:
         settlement = await self._settle(session)
         announce = result_text(session)
         if settlement.ratings:
-            announce += " Ratings: " + ", ".join(
+            ratings = ", ".join(
                 f"{mention(user)} {new:.0f} ({new - settlement.before[user]:+.0f})"
                 for user, new in settlement.ratings.items()
             )
+            lang = table_language(session)
+            announce = say("result_ratings", lang, result=announce, ratings=ratings)
         return Update(session, announce=announce, settlement=settlement)
 
     async def _settle(self, session: GameSession) -> Settlement:
@@ -577,10 +600,9 @@ class DiscordGames:
         )
         if not once:
             return None
-        text = (
-            f"{mention(mover)}, your {title(session.game)} game is waiting for your move: "
-            f"you forfeit <t:{int(deadline)}:R> without one."
-        )
+        lang = table_language(session)
+        game = title(session.game, lang)
+        text = say("move_warning", lang, who=mention(mover), game=game, t=int(deadline))
         return Update(session, announce=text, ping=mover)
 
     async def _active_games(self) -> list[GameSession]:
@@ -687,23 +709,22 @@ def _illegal_text(exc: Exception) -> str:
 
 
 def result_text(session: GameSession) -> str:
-    """One line saying how a finished game ended."""
-    name = title(session.game)
+    """One line saying how a finished game ended, in the game's language."""
+    lang = table_language(session)
+    name = title(session.game, lang)
     a, b = (mention(p) for p in session.players)
     level = f" ({session.level})" if session.level and BOT in session.players else ""
     if session.status is GameStatus.DRAWN:
-        return f"{name}: {a} and {b}{level} drew after {session.ply} moves."
+        return say("result_draw", lang, game=name, a=a, b=f"{b}{level}", n=session.ply)
     winner = mention(session.winner_id or "")
     loser = mention(session.players[1 - (session.winner or 0)])
     if session.winner_id != BOT:
         loser += level
     else:
         winner += level
-    if session.status is GameStatus.RESIGNED:
-        return f"{name}: {loser} resigned; {winner} wins."
-    if session.status is GameStatus.FORFEIT:
-        return f"{name}: {loser} forfeits (no move in time); {winner} wins."
-    return f"{name}: {winner} beat {loser} in {session.ply} moves."
+    ended = {GameStatus.RESIGNED: "result_resigned", GameStatus.FORFEIT: "result_forfeit"}
+    key = ended.get(session.status, "result_won")
+    return say(key, lang, game=name, winner=winner, loser=loser, n=session.ply)
 
 
 __all__ = [

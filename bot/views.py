@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, cast
 import discord
 
 from bot.challenges import Challenge
-from bot.render import MARKS, button_rows, occupant, playable, tictactoe_line
+from bot.render import MARKS, button_rows, occupant, playable, table_language, tictactoe_line
+from bot.strings import say
 from engine.tictactoe import TicTacToe
 from worker.games import GameSession
 
@@ -87,13 +88,14 @@ class ChallengeButton(
     discord.ui.DynamicItem[discord.ui.Button[Any]],
     template=rf"plybot:ch:(?P<challenge>{_ID}):(?P<answer>accept|decline)",
 ):
-    """Accept or decline challenge ``challenge_id``."""
+    """Accept or decline challenge ``challenge_id`` (labelled in ``lang``; a button rebuilt
+    from its ``custom_id`` is only pressed, never drawn, so its label does not matter)."""
 
-    def __init__(self, challenge_id: str, answer: str) -> None:
+    def __init__(self, challenge_id: str, answer: str, lang: str = "en") -> None:
         accept = answer == "accept"
         super().__init__(
             discord.ui.Button(
-                label="Accept" if accept else "Decline",
+                label=say("button_accept" if accept else "button_decline", lang),
                 style=discord.ButtonStyle.success if accept else discord.ButtonStyle.danger,
                 custom_id=f"plybot:ch:{challenge_id}:{answer}",
             )
@@ -122,13 +124,16 @@ class GameButton(
     discord.ui.DynamicItem[discord.ui.Button[Any]],
     template=rf"plybot:(?P<action>resign|rematch):(?P<game>{_ID})",
 ):
-    """Resign game ``game_id`` (while it is played), or ask for a rematch (once it is over)."""
+    """Resign game ``game_id`` (while it is played), or ask for a rematch (once it is over);
+    labelled in ``lang``."""
 
-    def __init__(self, game_id: str, action: str, *, row: int | None = None) -> None:
+    def __init__(
+        self, game_id: str, action: str, *, row: int | None = None, lang: str = "en"
+    ) -> None:
         resign = action == "resign"
         super().__init__(
             discord.ui.Button(
-                label="Resign" if resign else "Rematch",
+                label=say("button_resign" if resign else "button_rematch", lang),
                 style=discord.ButtonStyle.danger if resign else discord.ButtonStyle.primary,
                 custom_id=f"plybot:{action}:{game_id}",
             ),
@@ -171,7 +176,7 @@ def game_view(session: GameSession) -> discord.ui.View:
     is. Tic-tac-toe's buttons are its board: a taken cell shows its mark (X
     blue, O red; the last one in brackets), never dimmed by disabling (pressing
     it is refused by the rules). Once over: Rematch, and for tic-tac-toe the
-    final board with the winning three in green.
+    final board with the winning three in green. Labelled in the game's language.
     """
     position = session.position()
     enabled = set() if session.bot_to_move or not session.ongoing else playable(position)
@@ -207,12 +212,14 @@ def game_view(session: GameSession) -> discord.ui.View:
                     )
                 )
     action = "resign" if session.ongoing else "rematch"
-    view.add_item(GameButton(session.id, action, row=len(rows)))
+    view.add_item(GameButton(session.id, action, row=len(rows), lang=table_language(session)))
     return view
 
 
 def challenge_view(challenge: Challenge) -> discord.ui.View:
+    """Accept and Decline, in the challenge's language."""
+    lang = table_language(challenge)
     view = discord.ui.View(timeout=None)
-    view.add_item(ChallengeButton(challenge.id, "accept"))
-    view.add_item(ChallengeButton(challenge.id, "decline"))
+    view.add_item(ChallengeButton(challenge.id, "accept", lang))
+    view.add_item(ChallengeButton(challenge.id, "decline", lang))
     return view

@@ -174,6 +174,19 @@ def test_login_syncs_the_slash_commands_to_the_dev_guild_or_globally_once(
         assert tictactoe[name]["description"] == options[name]["description"] != ""
     analyze = {o["name"]: o for o in commands["analyze"]["options"]}
     assert analyze["game"]["required"] and not analyze["position"].get("required")
+    # Descriptions in French too (from bot/strings.py); names as they are, in every language.
+    assert commands["connect4"]["description"] == (
+        "Play Connect Four against plybot, or challenge someone."
+    )
+    assert commands["connect4"]["description_localizations"] == {
+        "fr": "Jouer à Puissance 4 contre plybot, ou défier quelqu'un."
+    }
+    assert options["first"]["description_localizations"] == {
+        "fr": "Qui joue en premier (vous par défaut)"
+    }
+    assert all(not c.get("name_localizations") for c in commands.values())
+    language = {o["name"]: o for o in commands["settings"]["options"]}["language"]
+    assert [c["value"] for c in language["choices"]] == ["en", "fr", "auto"]
 
 
 @pytest.mark.redis

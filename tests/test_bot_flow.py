@@ -307,7 +307,8 @@ def test_server_settings_are_changed_by_managers_only_and_apply_to_new_games(
         assert shown.ephemeral == [
             "Settings of this server:\nDefault level against plybot: **medium**\n"
             "Move timeout: **30 minutes** (then the player to move forfeits)\n"
-            "Games are played in: any channel"
+            "Games are played in: any channel\n"
+            "Language of boards and announcements: **English** (the server's language in Discord)"
         ]
         french = world.user("gérante", locale="fr")
         world.member_permissions[french.id] = discord.Permissions(manage_guild=True)
@@ -315,7 +316,8 @@ def test_server_settings_are_changed_by_managers_only_and_apply_to_new_games(
         assert vu.ephemeral == [
             "Réglages de ce serveur :\nNiveau par défaut contre plybot : **medium**\n"
             "Délai par coup : **30 minutes** (ensuite, le joueur au trait perd par forfait)\n"
-            "Les parties se jouent dans : n'importe quel salon"
+            "Les parties se jouent dans : n'importe quel salon\n"
+            "Langue des plateaux et des annonces : **anglais** (la langue du serveur dans Discord)"
         ]
         changed = await world.slash(
             bot, "settings", admin, guild_id=GUILD, channel_id=CHANNEL,

@@ -248,3 +248,98 @@ def test_every_reply_exists_in_every_language_with_the_same_blanks() -> None:
     assert language("fr") == "fr" and language("en-GB") == "en" and language("ja") == "en"
     assert say("game_over", "fr") == "Cette partie est terminée."
     assert say("game_over", "ja") == "This game is over."  # not shipped: English
+
+
+def test_every_key_the_bot_says_is_in_the_table() -> None:
+    """Every literal key of ``say``, ``notice`` and ``_t`` in bot/ is in STRINGS."""
+    import re
+    from pathlib import Path
+
+    from bot.strings import STRINGS
+
+    root = Path(__file__).resolve().parent.parent / "bot"
+    said: set[str] = set()
+    for source in root.glob("*.py"):
+        text = source.read_text()
+        said |= set(re.findall(r'(?:say|_t|notice)\(\s*"(\w+)"', text))
+    assert said and said <= set(STRINGS), sorted(said - set(STRINGS))
+    # Keys made from a value: every value they can take.
+    for game in ("connect4", "tictactoe"):
+        assert f"title_{game}" in STRINGS
+    assert {"language_en", "language_fr", "only_accept", "only_answer"} <= set(STRINGS)
+
+
+def test_a_game_and_a_challenge_are_drawn_in_the_language_they_started_in() -> None:
+    from bot.service import result_text
+
+    s = GameSession.start("connect4", ("111", BOT), level="hard", notation="44",
+                          meta={"lang": "fr"})  # fmt: skip
+    embed = game_embed(s, deadline=2000.0)
+    assert embed.title == "Puissance 4"
+    assert embed.description == (
+        "🔴 Rouge : <@111> contre 🟡 Jaune : plybot (hard)\n\n"
+        "Coup 3 · à 🔴 <@111> de jouer\nJouez <t:2000:R> ou perdez par forfait."
+    )
+    assert embed.footer.text == f"Dernier coup : colonne 4 · partie {s.id}"
+    assert [c.item.label for c in game_view(s).children if isinstance(c, GameButton)] == [
+        "Abandonner"
+    ]
+    over = s.resign("111")
+    assert status_line(over) == "🔴 <@111> abandonne après 2 coups : 🟡 plybot (hard) gagne."
+    assert result_text(over) == "Puissance 4 : <@111> abandonne ; plybot (hard) gagne."
+    assert [c.item.label for c in game_view(over).children] == ["Revanche"]
+    # A record from before languages were kept is drawn in English.
+    assert game_embed(s.model_copy(update={"meta": {}})).title == "Connect Four"
+
+    ch = Challenge.new(expiry_s=60, now=1000.0, game="tictactoe", variant="3x3",
+                       notation="5", challenger="111", opponent="222", guild_id="1",
+                       channel_id="2", lang="fr")  # fmt: skip
+    assert challenge_embed(ch).title == "Défi : Morpion"
+    assert challenge_embed(ch).description == (
+        "<@111> lance un défi à <@222> : Morpion.\nLa partie part de la position `5`.\n"
+        "⭕ <@222> joue le coup suivant.\n<@222> : acceptez ou refusez <t:1060:R>."
+    )
+    assert challenge_embed(ch, "expired").description.endswith(
+        "Expiré : <@222> n'a pas répondu à temps."
+    )
+    assert [c.item.label for c in challenge_view(ch).children] == ["Accepter", "Refuser"]
+
+
+def test_analyses_stats_and_leaderboards_in_french() -> None:
+    position = new_game("connect4", "4453")
+    result = AnalysisResult(
+        best_move="3", score=2, exact=True, pv=["3", "3", "2"], moves={"3": 2, "4": 1},
+        depth=38, nodes=1234, time_ms=1520.0, cache="miss", worker="w1",
+    )  # fmt: skip
+    assert analysis_text(position, result, "fr").splitlines() == [
+        "Puissance 4, position `4453`, 🔴 au trait :",
+        "**Meilleur coup 3** : 🔴 gagne à son 18e coup à partir d'ici, avec le meilleur jeu.",
+        "Le meilleur jeu commence par : 3 3 2",
+        "Chaque coup : 3: +2, 4: +1",
+        "(+ gagne, 0 nul, - perd ; plus le nombre est grand, plus c'est rapide)",
+        "Résolu exactement en 1,5 s.",
+    ]
+    unsure = result.model_copy(update={"exact": False, "score": 0, "depth": 12})
+    assert analysis_text(position, unsure, "fr").splitlines()[1:2] == [
+        "**Meilleur coup 3** : incertain, semble équilibré."
+    ]
+    assert analysis_text(position, unsure, "fr").splitlines()[-1] == (
+        "Non résolu : 12 coups examinés à l'avance en 1,5 s."
+    )
+    stats = UserStats("111", vs_bot={("tictactoe", "easy"): {"win": 1, "draw": 0, "loss": 0}},
+                      vs_users={}, ratings={})  # fmt: skip
+    assert stats_text("111", stats, "fr").splitlines() == [
+        "<@111>",
+        "**Contre plybot** (gagnées / nulles / perdues)",
+        "Morpion easy: 1 / 0 / 0",
+    ]
+    assert stats_text("9", UserStats("9", {}, {}, {}), "fr").endswith(
+        "Aucune partie terminée pour l'instant."
+    )
+    standings = [Standing("1", 1216.0, 1), Standing("2", 1184.0, 2)]
+    assert leaderboard_text("connect4", standings, "fr") == (
+        "1. <@1> : 1216 (1 partie)\n2. <@2> : 1184 (2 parties)"
+    )
+    assert leaderboard_text("tictactoe", [], "fr") == (
+        "Pas encore de partie classée entre membres ici (Morpion)."
+    )

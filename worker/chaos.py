@@ -11,7 +11,15 @@ the other:
   are done elsewhere);
 * **Redis full**: ``maxmemory`` lowered and Redis filled with keys that cannot be
   evicted until writes fail, for ``full_s``, then freed;
-* **bot moves while busy**: every worker on a long analysis, then bot moves.
+* **bot moves while busy**: every worker on a long analysis, then bot moves,
+  and what ``rq info`` shows meanwhile (workers, and the jobs they execute);
+* **concurrency 200**: 200 clients at once over event streams, long polls,
+  POSTs and game moves (:func:`mixed_load`): every status, none 5xx;
+* **slow clients**: 100 connections that never finish their request
+  (:func:`open_slow_clients`), while another client's requests are timed;
+* **board sizes**: one small analysis on each of ``sizes`` Connect Four board
+  sizes (all 170 by default): each worker's resident memory, against
+  ``PLYBOT_WORKER_MEMORY_MB``, and how many fresh workers replaced full ones.
 
 Jobs are exact solves of Pons' benchmark positions sent over HTTP, so each
 answer's score is checked against the file. Figures per phase: jobs submitted,
@@ -21,11 +29,14 @@ moves' latency).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
+import socket
 import subprocess
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +53,24 @@ from worker.processes import PLYBOT, die_with_parent, stop_process
 from worker.redis_server import RedisServer, free_port
 from worker.settings import get_settings
 
-__all__ = ["PhaseResult", "format_table", "run_chaos"]
+__all__ = [
+    "PhaseResult",
+    "board_sizes",
+    "format_table",
+    "mixed_load",
+    "open_slow_clients",
+    "run_chaos",
+]
+
+#: The API key of the phases' own requests; the load phase's clients use :func:`lane_key`.
+CHAOS_KEY = "chaos"
+#: Most clients the load phase can run at once (each has a key of its own).
+MAX_LANES = 1000
+
+
+def lane_key(i: int) -> str:
+    return f"chaos-lane-{i}"
+
 
 #: (position, exact score) pairs of a benchmark set.
 Positions = list[tuple[str, int]]
@@ -75,6 +103,8 @@ class _Service:
             "PYTHONUNBUFFERED": "1",
             "PLYBOT_API_RATE_LIMIT": "100000",
             "PLYBOT_API_RATE_LIMIT_READS": "1000000",
+            # One key for the phases' own requests, one per client of the load phase.
+            "PLYBOT_API_KEYS": ",".join([CHAOS_KEY, *(lane_key(i) for i in range(MAX_LANES))]),
         }
         self.log_path = outdir / "up.log"
         log = None if show_log else self.log_path.open("wb")
@@ -86,7 +116,9 @@ class _Service:
             start_new_session=True,
             preexec_fn=die_with_parent,
         )
-        self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=30)
+        self.http = httpx.Client(
+            base_url=f"http://127.0.0.1:{self.port}", timeout=30, headers={"X-API-Key": CHAOS_KEY}
+        )
         self.store = JobStore(redis.Redis.from_url(self.url), get_settings())
 
     # -- waiting for states ----------------------------------------------------------
@@ -142,11 +174,14 @@ class _Service:
 
     # -- jobs over HTTP --------------------------------------------------------------
 
-    def submit(self, position: str, give_up_s: float = 120.0) -> str | None:
-        """POST an exact solve, retrying while the service refuses (503, 429, no answer)."""
+    def submit(
+        self, position: str, give_up_s: float = 120.0, body: dict[str, Any] | None = None
+    ) -> str | None:
+        """POST an exact solve of ``position`` (or ``body``), retrying while the service
+        refuses (503, 429, no answer)."""
         backoff = Backoff(first=0.2, cap=2.0)
         end = time.monotonic() + give_up_s
-        body = {"game": "connect4", "position": position, "mode": "solve"}
+        body = body or {"game": "connect4", "position": position, "mode": "solve"}
         while time.monotonic() < end:
             try:
                 r = self.http.post("/v1/analyses", json=body)
@@ -286,6 +321,12 @@ def _phase_bot_moves(service: _Service, long: Positions, moves: int) -> PhaseRes
     result = PhaseResult("bot moves, every worker busy")
     analyses = service.submit_all(result, long)
     service.wait_for(lambda: len(service.busy_workers()) >= service.workers)
+    rq = os.path.join(os.path.dirname(PLYBOT), "rq")
+    shown = subprocess.run([rq, "info", "--url", service.url], capture_output=True, text=True)
+    summary = [
+        line for line in shown.stdout.splitlines() if "workers" in line or "executing" in line
+    ]
+    result.notes.append("rq info: " + "; ".join(line.strip() for line in summary))
     times = []
     for _ in range(moves):
         asked = time.monotonic()
@@ -305,14 +346,200 @@ def _phase_bot_moves(service: _Service, long: Positions, moves: int) -> PhaseRes
     return result
 
 
+async def mixed_load(
+    url: str, *, lanes: int, rounds: int, headers: Callable[[int], dict[str, str]] | None = None
+) -> Counter[int]:
+    """``lanes`` clients at once, each ``rounds`` times: POST a small analysis, then follow
+    it by its event stream (a third of the lanes), a long poll, or a new game and a move
+    awaiting the bot. Connections are kept alive and reused, as clients do. Every HTTP
+    status counted (``0``: no answer at all). ``headers(i)``: lane ``i``'s headers."""
+    statuses: Counter[int] = Counter()
+    limits = httpx.Limits(max_connections=lanes * 2, max_keepalive_connections=lanes * 2)
+    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as http:
+
+        async def lane(i: int) -> None:
+            head = headers(i) if headers else {}
+            for n in range(rounds):
+                body = {"game": "tictactoe", "position": "1234567"[(i + n) % 7], "mode": "depth",
+                        "depth": 1 + (i + n) % 8}  # fmt: skip
+                try:
+                    await _one_round(http, i, body, head, statuses)
+                except httpx.HTTPError:
+                    statuses[0] += 1
+
+        await asyncio.gather(*(lane(i) for i in range(lanes)))
+    return statuses
+
+
+async def _one_round(
+    http: httpx.AsyncClient,
+    i: int,
+    body: dict[str, Any],
+    headers: dict[str, str],
+    statuses: Counter[int],
+) -> None:
+    r = await http.post("/v1/analyses", json=body, headers=headers)
+    statuses[r.status_code] += 1
+    if r.status_code not in (200, 202):
+        return
+    job = r.json()["id"]
+    if i % 3 == 0:
+        async with http.stream("GET", f"/v1/analyses/{job}/events", headers=headers) as stream:
+            statuses[stream.status_code] += 1
+            async for _ in stream.aiter_lines():
+                pass
+    elif i % 3 == 1:
+        r = await http.get(f"/v1/analyses/{job}?wait=20", headers=headers)
+        statuses[r.status_code] += 1
+    else:
+        game = await http.post(
+            "/v1/games", json={"game": "tictactoe", "level": "easy"}, headers=headers
+        )
+        statuses[game.status_code] += 1
+        if game.status_code == 201:
+            move = await http.post(
+                f"/v1/games/{game.json()['id']}/moves", json={"move": "5"}, headers=headers
+            )
+            statuses[move.status_code] += 1
+
+
+def open_slow_clients(port: int, count: int) -> list[socket.socket]:
+    """``count`` connections that start a request and never finish it: the odd ones send
+    half their headers, the even ones their headers and 6 bytes of a 100-byte body."""
+    slow = []
+    for i in range(count):
+        sock = socket.create_connection(("127.0.0.1", port))
+        if i % 2:
+            sock.sendall(b"POST /v1/analyses HTTP/1.1\r\nHost: x\r\n")
+        else:
+            sock.sendall(
+                b"POST /v1/analyses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: 100\r\n\r\n" + b'{"posi'
+            )
+        slow.append(sock)
+    return slow
+
+
+def board_sizes() -> list[str]:
+    """Every Connect Four board the engine accepts (170), small boards first."""
+    from engine.connect4 import Connect4
+
+    found = []
+    for width in range(1, 10):
+        for height in range(1, 64):
+            try:
+                Connect4._check_size(width, height)
+            except ValueError:
+                continue
+            found.append((width * height, f"{width}x{height}"))
+    return [variant for _, variant in sorted(found)]
+
+
+def _phase_concurrency(service: _Service, lanes: int) -> PhaseResult:
+    result = PhaseResult(f"concurrency {lanes}")
+    url = f"http://127.0.0.1:{service.port}"
+    keys = {i: {"X-API-Key": lane_key(i)} for i in range(lanes)}
+    statuses = asyncio.run(mixed_load(url, lanes=lanes, rounds=3, headers=keys.__getitem__))
+    result.submitted = sum(statuses.values())
+    result.done = result.right = sum(n for s, n in statuses.items() if 200 <= s < 300)
+    result.lost = sum(n for s, n in statuses.items() if s >= 500 or s == 0)
+    shown = ", ".join(f"{s or 'no answer'}: {n}" for s, n in sorted(statuses.items()))
+    result.figure = f"{result.submitted} requests; {result.lost} 5xx or unanswered ({shown})"
+    return result
+
+
+def _median_status_ms(service: _Service, n: int = 40) -> float:
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        service.http.get("/v1/status").raise_for_status()
+        times.append(time.perf_counter() - start)
+    return sorted(times)[n // 2] * 1000
+
+
+def _phase_slow_clients(service: _Service, count: int) -> PhaseResult:
+    result = PhaseResult(f"{count} slow clients")
+    before = _median_status_ms(service)
+    slow = open_slow_clients(service.port, count)
+    try:
+        during = _median_status_ms(service)
+        result.submitted = result.done = result.right = 40
+        cut = 0
+        for sock in slow:  # the server closes each (after its header or body timeout)
+            sock.settimeout(120)
+            try:
+                while sock.recv(4096):
+                    pass
+                cut += 1
+            except OSError:
+                pass
+    finally:
+        for sock in slow:
+            sock.close()
+    result.figure = (
+        f"/v1/status median {during:.1f} ms (alone {before:.1f} ms); {cut} of {count} cut off"
+    )
+    return result
+
+
+def _phase_board_sizes(service: _Service, sizes: list[str], in_flight: int = 8) -> PhaseResult:
+    result = PhaseResult(f"{len(sizes)} board sizes")
+    seen: dict[str, int] = {}  # worker name -> its largest resident memory seen
+    pending: set[str] = set()
+
+    def poll() -> None:
+        for name, info in service.live_workers().items():
+            seen[name] = max(seen.get(name, 0), int(info.get("rss", 0)))
+        for job_id in list(pending):
+            view = service.outcome(job_id)
+            if view is None:
+                continue
+            pending.discard(job_id)
+            if view["status"] == "done":
+                result.done += 1
+                result.right += 1
+            else:
+                result.notes.append(f"{job_id}: {view.get('error')}")
+
+    for variant in sizes:  # a few at a time: each new size compiles for seconds
+        while len(pending) >= in_flight:
+            poll()
+            time.sleep(0.2)
+        body = {"game": "connect4", "variant": variant, "position": "1", "mode": "depth",
+                "depth": 1}  # fmt: skip
+        job_id = service.submit("", body=body)
+        if job_id is None:
+            result.notes.append(f"{variant}: never accepted")
+            continue
+        pending.add(job_id)
+        result.submitted += 1
+    end = time.monotonic() + 600
+    while pending and time.monotonic() < end:
+        poll()
+        time.sleep(0.2)
+    result.lost += len(pending)
+    budget = get_settings().worker_memory_mb
+    top = max(seen.values(), default=0) >> 20
+    fresh = max(0, len(seen) - service.workers)
+    result.figure = (
+        f"largest worker {top} MB resident (budget {budget} MB); {fresh} fresh workers took "
+        "over from full ones"
+    )
+    return result
+
+
 def run_chaos(
     workers: int = 2,
     outage_s: float = 15.0,
     full_s: float = 5.0,
     moves: int = 20,
     log: bool = False,
+    lanes: int = 200,
+    slow: int = 100,
+    sizes: int = 170,
 ) -> list[PhaseResult]:
-    """Run every phase against a fresh ``plybot up``; one result per phase."""
+    """Run every phase against a fresh ``plybot up``; one result per phase (a phase with a
+    count of 0 is left out)."""
     quick = load_positions("Test_L1_R2", 60)
     long = load_positions("Test_L1_R3", 40)
     results = []
@@ -339,6 +566,15 @@ def run_chaos(
             results.append(_phase_redis_full(service, quick[22:30], long[4:5], full_s))
             service.wait_up()
             results.append(_phase_bot_moves(service, long[10 : 12 + 2 * workers], moves))
+            if lanes:
+                service.wait_up()
+                results.append(_phase_concurrency(service, lanes))
+            if slow:
+                service.wait_up()
+                results.append(_phase_slow_clients(service, slow))
+            if sizes:
+                service.wait_up()
+                results.append(_phase_board_sizes(service, board_sizes()[:sizes]))
             alive = service.up.poll() is None
             results[-1].notes.append(f"plybot up still running at the end: {alive}")
         finally:

@@ -13,16 +13,22 @@ it before the shared cache (an exact root answers at once, exact children make
 an analysis of every column instant), and :class:`Tiered` puts it in front of
 another cache. It is never written by a search.
 
-File format (binary, little-endian), compact and loaded with two array views::
+File format (binary, little-endian): a header line, then one zlib stream of three
+arrays::
 
-    plybot-book 1 connect4 <W>x<H> complete=<N> entries=<n>\\n
-    keys    n x uint64   canonical keys (current + mask, the lesser of a position
-                         and its mirror), strictly increasing
-    scores  n x int8     exact score from the side to move (Pons' convention)
-    best    n x int8     a best move, 0-based column in the canonical orientation
+    plybot-book 2 connect4 <W>x<H> complete=<N> entries=<n>\\n
+    zlib(
+      gaps    n x uint64   canonical keys (current + mask, the lesser of a position
+                           and its mirror), strictly increasing, each stored as its
+                           difference from the one before (the first as itself)
+      scores  n x int8     exact score from the side to move (Pons' convention)
+      best    n x int8     a best move, 0-based column in the canonical orientation
+    )
 
+The gaps between sorted keys are small and regular, so the stream takes about
+1.2 bytes an entry where the arrays take 10; it unpacks in milliseconds.
 ``complete=-1`` says nothing is known to be complete. A 7x6 book complete to
-ply 8 (about 130,000 entries) takes 1.3 MB on disk and in memory.
+ply 8 (131,733 entries) takes 0.15 MB on disk and 1.3 MB in memory.
 
 Text lines (``<moves> <score> <best>``, :class:`BookLine`, ``#`` comments) are
 the format of a layer being built (:mod:`engine.layer`): readable, appendable,
@@ -32,6 +38,7 @@ diffable.
 from __future__ import annotations
 
 import os
+import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -46,7 +53,7 @@ from engine.errors import PlybotError
 #: The book shipped for the standard board, in the ``engine.data`` package.
 SHIPPED_PATH = Path(__file__).parent / "data" / "connect4-7x6.book"
 
-_MAGIC = "plybot-book 1 connect4"
+_MAGIC = "plybot-book 2 connect4"
 
 
 class BookError(PlybotError):
@@ -131,12 +138,16 @@ class OpeningBook:
             width, height = Connect4.parse_variant(fields[0])
             complete = int(fields[1].removeprefix("complete="))
             n = int(fields[2].removeprefix("entries="))
-            if len(data) != end + 1 + 10 * n:
-                raise ValueError(f"expected {n} entries of 10 bytes after the header")
+            try:
+                body = zlib.decompress(data[end + 1 :])
+            except zlib.error:
+                raise ValueError("the body after the header is not a zlib stream") from None
+            if len(body) != 10 * n:
+                raise ValueError(f"expected {n} entries of 10 bytes, found {len(body)} bytes")
         except ValueError as exc:
             raise BookError(f"{path}: {exc}") from None
-        body = memoryview(data)[end + 1 :]
-        keys = np.frombuffer(body[: 8 * n], dtype="<u8").astype(np.uint64)
+        gaps = np.frombuffer(body[: 8 * n], dtype="<u8")
+        keys = np.cumsum(gaps, dtype=np.uint64)
         scores = np.frombuffer(body[8 * n : 9 * n], dtype=np.int8)
         best = np.frombuffer(body[9 * n :], dtype=np.int8)
         return cls(width, height, keys, scores, best, complete)
@@ -145,11 +156,17 @@ class OpeningBook:
         """Write the book to ``path`` atomically (a reader never sees half a file)."""
         header = f"{_MAGIC} {self.variant} complete={self.complete} entries={len(self)}\n"
         tmp = path.with_name(path.name + ".tmp")
+        gaps = np.diff(self.keys.astype(np.uint64), prepend=np.uint64(0))
+        body = b"".join(
+            [
+                gaps.astype("<u8").tobytes(),
+                self.scores.astype(np.int8).tobytes(),
+                self.best.astype(np.int8).tobytes(),
+            ]
+        )
         with tmp.open("wb") as out:
             out.write(header.encode("ascii"))
-            out.write(self.keys.astype("<u8").tobytes())
-            out.write(self.scores.astype(np.int8).tobytes())
-            out.write(self.best.astype(np.int8).tobytes())
+            out.write(zlib.compress(body, 9))
         os.replace(tmp, path)
 
     # -- reading ------------------------------------------------------------------

@@ -184,7 +184,7 @@ async def cancel_analysis(analysis_id: str, client: ClientDep) -> AnalysisCancel
     state = await client.status(analysis_id)
     return AnalysisCanceled(
         id=analysis_id,
-        outcome=outcome,  # type: ignore[arg-type]  # one of _CANCEL_MESSAGES
+        outcome=outcome,  # one of _CANCEL_MESSAGES
         message=_CANCEL_MESSAGES[outcome],
         status=state.status,
     )

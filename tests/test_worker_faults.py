@@ -195,6 +195,19 @@ def test_nothing_a_running_job_needs_can_be_evicted(
     assert conn.type(keys.HEARTBEATS) == b"hash"
     assert not conn.keys("plybot:alive:*")
     store.cancel(job_id)
+    # Finished (here: canceled), its records keep no TTL either, so a full Redis cannot
+    # evict a result its client has not read; the retention set says when they go.
+    wait_for(lambda: finished(store, job_id), "canceled")
+    kept = [keys.job(job_id), f"rq:job:{job_id}"]
+    assert {key: conn.ttl(key) for key in kept} == dict.fromkeys(kept, -1)
+    due = conn.zscore(keys.RETAINED, job_id)
+    ended = state(store, job_id).ended_at
+    assert due is not None and ended is not None
+    assert due == pytest.approx(ended + store.settings.result_ttl_s, abs=1)
+    assert store.forget_expired(now=due - 1) == 0 and conn.exists(*kept) == 2
+    assert store.forget_expired(now=due + 1) == 1  # what every worker's reaper does
+    assert conn.exists(*kept, keys.progress(job_id)) == 0
+    assert conn.zscore(keys.RETAINED, job_id) is None
 
 
 def test_a_running_analysis_stops_within_a_second_of_its_cancel(

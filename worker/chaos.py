@@ -193,11 +193,14 @@ class _Service:
         return None
 
     def outcome(self, job_id: str) -> dict | None:
-        """The analysis as GET shows it once finished; None while not (or on an error)."""
+        """The analysis as GET shows it once finished (a 404, its record evicted, as status
+        ``evicted``); None while not finished (or on an error)."""
         try:
             r = self.http.get(f"/v1/analyses/{job_id}")
         except httpx.HTTPError:
             return None
+        if r.status_code == 404:  # finished, then its record evicted (volatile-lru, full)
+            return {"status": "evicted", "error": "its record was evicted (404)"}
         if r.status_code != 200:
             return None
         view = r.json()
@@ -219,6 +222,7 @@ class _Service:
                     result.right += expected is None or score == expected
                 else:
                     result.notes.append(f"{job_id}: {view.get('error')}")
+                    result.lost += view["status"] == "evicted"
             time.sleep(0.2)
         result.lost += len(pending)
         return time.monotonic() - start

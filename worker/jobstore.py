@@ -105,15 +105,16 @@ if #ARGV >= 15 then
   redis.call('HSET', KEYS[1], 'progress', ARGV[12])
 end
 redis.call('HSET', KEYS[1], 'status', ARGV[2], ARGV[3], ARGV[4], 'ended_at', ARGV[5])
-redis.call('EXPIRE', KEYS[1], ARGV[6])
-redis.call('EXPIRE', KEYS[4], ARGV[6])
+-- kept for the result TTL (ARGV[6]) by the retention set KEYS[11], not by a TTL that
+-- volatile-lru could act on before the client read the result
+redis.call('ZADD', KEYS[11], tonumber(ARGV[5]) + tonumber(ARGV[6]), ARGV[8])
 redis.call('HDEL', KEYS[2], ARGV[8])
 if KEYS[5] ~= '' and redis.call('GET', KEYS[5]) == ARGV[8] then redis.call('DEL', KEYS[5]) end
 redis.call('HINCRBY', KEYS[6], ARGV[2], 1)
 redis.call('ZREM', KEYS[8], ARGV[8])
 if redis.call('EXISTS', KEYS[7]) == 1 then
   redis.call('HSET', KEYS[7], 'status', ARGV[9], 'ended_at', ARGV[10])
-  redis.call('EXPIRE', KEYS[7], ARGV[6])
+  redis.call('PERSIST', KEYS[7])
 end
 -- RQ's registries and worker record, for RQ's own tools (rq info, rq-dashboard): out of
 -- StartedJobRegistry (rq:wip:<queue>, member <id>:<run>), into FinishedJobRegistry or
@@ -167,11 +168,12 @@ return {id, 'queued'}
 
 # Record a job answered at submission (from the shared position cache): finished at
 # once, as the finish script would leave it, never queued. KEYS: our record, its done
-# list, stats, the cache's counters ('' when the cache lives in another Redis).
-# ARGV: result TTL, the final event, cache hits, misses, then field/value pairs.
+# list, stats, the cache's counters ('' when the cache lives in another Redis), the
+# retention set. ARGV: when the record goes (Unix seconds), the final event, cache hits,
+# misses, job id, then field/value pairs.
 _ANSWERED = """
-redis.call('HSET', KEYS[1], unpack(ARGV, 5, #ARGV))
-redis.call('EXPIRE', KEYS[1], ARGV[1])
+redis.call('HSET', KEYS[1], unpack(ARGV, 6, #ARGV))
+redis.call('ZADD', KEYS[5], ARGV[1], ARGV[5])
 redis.call('RPUSH', KEYS[2], ARGV[2])
 redis.call('EXPIRE', KEYS[2], 60)
 redis.call('HINCRBY', KEYS[3], 'submitted', 1)
@@ -200,18 +202,31 @@ end
 return 'cancel'
 """
 
+# Delete the records of finished jobs whose retention ended (at most ARGV[2] of them).
+# KEYS: the retention set. ARGV: now (Unix seconds), the limit, then the prefixes of the
+# keys a job id names (our record, its progress list, RQ's record).
+_FORGET = """
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+for _, id in ipairs(ids) do
+  redis.call('DEL', ARGV[3] .. id, ARGV[4] .. id, ARGV[5] .. id)
+  redis.call('ZREM', KEYS[1], id)
+end
+return #ids
+"""
+
 # Start a queued job: returns {attempt number, enqueued_at}, or {0, ''} if the job
 # is not queued (finished, canceled or expired meanwhile). A failed job whose RQ record
 # says queued again was requeued by an operator (`rq requeue`, rq-dashboard): it runs
 # again from a clean record (no error, no attempts, no expiry, no cancel request).
-# KEYS: our record, running hash, progress list, RQ's record, waiting set, cancel flag.
+# KEYS: our record, running hash, progress list, RQ's record, waiting set, cancel flag,
+# retention set.
 _START = """
 local status = redis.call('HGET', KEYS[1], 'status')
 if status == 'failed' and redis.call('HGET', KEYS[4], 'status') == 'queued' then
   redis.call('DEL', KEYS[6])
   redis.call('HDEL', KEYS[1], 'error', 'ended_at', 'progress')
   redis.call('HSET', KEYS[1], 'status', 'queued', 'attempts', 0)
-  redis.call('PERSIST', KEYS[1])
+  redis.call('ZREM', KEYS[7], ARGV[3])
   status = 'queued'
 end
 if status ~= 'queued' then return {0} end
@@ -387,6 +402,7 @@ class JobStore:
         self._submit = connection.register_script(SUBMIT)
         self._withdraw = connection.register_script(_WITHDRAW)
         self._answered = connection.register_script(_ANSWERED)
+        self._forget = connection.register_script(_FORGET)
         self._beat = connection.register_script(_BEAT)
         self._release = connection.register_script(_RELEASE)
         self._take_waiting = connection.register_script(_TAKE_WAITING)
@@ -523,14 +539,18 @@ class JobStore:
         stats_key, hits, misses = cache_counts or ("", 0, 0)
         event = Event(type="done", job_id=job_id, result=result)
         args: list[Any] = [
-            self.settings.result_ttl_s,
+            repr(now + self.settings.result_ttl_s),
             event.model_dump_json(exclude_none=True),
             hits,
             misses,
+            job_id,
         ]
         for item in record.items():
             args += item
-        self._answered(keys=[keys.job(job_id), keys.done(job_id), keys.STATS, stats_key], args=args)
+        self._answered(
+            keys=[keys.job(job_id), keys.done(job_id), keys.STATS, stats_key, keys.RETAINED],
+            args=args,
+        )
         return state
 
     def state(self, job_id: str) -> JobState | None:
@@ -615,6 +635,7 @@ class JobStore:
                 _rq_job(job_id),
                 keys.WAITING,
                 keys.cancel(job_id),
+                keys.RETAINED,
             ],
             args=[worker, repr(time.time()), job_id, utcformat(rq_now())],
         )
@@ -744,6 +765,13 @@ class JobStore:
             pipe.exists(keys.cancel(job_id))
             return bool(pipe.execute()[-1])
 
+    def forget_expired(self, now: float | None = None, limit: int = 500) -> int:
+        """Delete the records of finished jobs past their retention (``result_ttl_s`` after
+        their end; at most ``limit`` per call); how many. Every worker's reaper calls it."""
+        when = repr(time.time() if now is None else now)
+        args = [when, str(limit), keys.job(""), keys.progress(""), _rq_job("")]
+        return int(self._forget(keys=[keys.RETAINED], args=args))
+
     def cancel_requested(self, job_id: str) -> bool:
         return bool(self.redis.exists(keys.cancel(job_id)))
 
@@ -786,6 +814,7 @@ class JobStore:
                 keys.WAITING,
                 keys.done(job_id),
                 stats_key,
+                keys.RETAINED,
             ],
             args=[
                 worker,

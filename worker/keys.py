@@ -20,6 +20,11 @@ the contract's view of a job lives beside them under ``plybot:``:
                            no TTL (``volatile-lru`` can never evict a lease): a worker is
                            alive while its own heartbeat is younger than its lease
 ``plybot:workers``         hash: worker name -> JSON (pid, host, queues, job, table bytes, rss)
+``plybot:retained``        sorted set: finished job id -> when its records go (Unix seconds).
+                           A finished job's records (``job``, ``progress``, RQ's ``rq:job``)
+                           carry no TTL, so ``volatile-lru`` never evicts a result that its
+                           client may not have read; the workers' reapers delete them when
+                           due (:meth:`worker.jobstore.JobStore.forget_expired`)
 ``plybot:stats``           hash: job counters
 ``plybot:book:<build>``    hash: chunk index -> JSON lines of an opening-book build's
                            solved chunks (no TTL: dropped when the build is written)
@@ -35,6 +40,7 @@ WAITING = PREFIX + "waiting"
 WORKERS = PREFIX + "workers"
 HEARTBEATS = PREFIX + "heartbeats"
 STATS = PREFIX + "stats"
+RETAINED = PREFIX + "retained"
 
 
 def job(job_id: str) -> str:

@@ -100,10 +100,13 @@ def reap(store: JobStore, judge: bool = True) -> list[str]:
     was for the others' heartbeats): a Redis outage is never a worker's death,
     nor one of a job's attempts.
 
+    Also deletes the records of finished jobs past their retention.
+
     Safe to run in any number of processes at once: ``HDEL`` on ``plybot:running``
     decides which one handles a job. Returns the ids handled.
     """
     conn = store.redis
+    store.forget_expired()  # finished jobs past their retention (they carry no TTL)
     now, beats = store.heartbeats()
     lease_ms = store.settings.worker_lease_s * 1000
 

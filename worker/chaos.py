@@ -509,7 +509,7 @@ def _phase_board_sizes(service: _Service, sizes: list[str], in_flight: int = 8) 
         while len(pending) >= in_flight:
             poll()
             time.sleep(0.2)
-        body = {"game": "connect4", "variant": variant, "position": "1", "mode": "depth",
+        body = {"game": "connect4", "variant": variant, "position": "", "mode": "depth",
                 "depth": 1}  # fmt: skip
         job_id = service.submit("", body=body)
         if job_id is None:

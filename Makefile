@@ -21,11 +21,12 @@ venv: $(STAMP) ## create or refresh .venv with plybot installed
 up: $(STAMP) ## run the whole service (Redis, API on :8000, workers)
 	$(BIN)/plybot up
 
-test: $(STAMP) ## run the whole test suite
-	$(BIN)/python -m pytest
+test: $(STAMP) ## run the whole test suite (two processes; the serial tests alone after)
+	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not serial"
+	$(BIN)/python -m pytest -m serial
 
-test-fast: $(STAMP) ## the suite without slow, service and browser tests
-	$(BIN)/python -m pytest -m "not slow and not service and not browser"
+test-fast: $(STAMP) ## the suite without slow, Redis, service and browser tests
+	$(BIN)/python -m pytest -m "not slow and not redis and not service and not browser"
 
 bench: $(STAMP) ## all six Connect Four benchmark sets (Test_L1_R3: first 100)
 	$(BIN)/plybot bench --all

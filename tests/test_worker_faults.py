@@ -227,6 +227,7 @@ def test_a_running_analysis_stops_within_a_second_of_its_cancel(
     assert took < 1.0, f"stopped {took:.2f} s after the cancel"
 
 
+@pytest.mark.serial
 def test_bot_moves_do_not_wait_behind_analyses(
     clean_redis: redis.Redis, redis_url: str, worker_pool: Callable[..., WorkerPool]
 ) -> None:

@@ -351,12 +351,18 @@ def _phase_bot_moves(service: _Service, long: Positions, moves: int) -> PhaseRes
 
 
 async def mixed_load(
-    url: str, *, lanes: int, rounds: int, headers: Callable[[int], dict[str, str]] | None = None
+    url: str,
+    *,
+    lanes: int,
+    rounds: int,
+    headers: Callable[[int], dict[str, str]] | None = None,
+    errors: Counter[str] | None = None,
 ) -> Counter[int]:
     """``lanes`` clients at once, each ``rounds`` times: POST a small analysis, then follow
     it by its event stream (a third of the lanes), a long poll, or a new game and a move
     awaiting the bot. Connections are kept alive and reused, as clients do. Every HTTP
-    status counted (``0``: no answer at all). ``headers(i)``: lane ``i``'s headers."""
+    status counted (``0``: no answer at all, its exception's name and message counted in
+    ``errors``). ``headers(i)``: lane ``i``'s headers."""
     statuses: Counter[int] = Counter()
     limits = httpx.Limits(max_connections=lanes * 2, max_keepalive_connections=lanes * 2)
     async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as http:
@@ -368,8 +374,10 @@ async def mixed_load(
                         "depth": 1 + (i + n) % 8}  # fmt: skip
                 try:
                     await _one_round(http, i, body, head, statuses)
-                except httpx.HTTPError:
+                except httpx.HTTPError as exc:
                     statuses[0] += 1
+                    if errors is not None:
+                        errors[f"{type(exc).__name__}: {exc}"[:120]] += 1
 
         await asyncio.gather(*(lane(i) for i in range(lanes)))
     return statuses
@@ -443,7 +451,10 @@ def _phase_concurrency(service: _Service, lanes: int) -> PhaseResult:
     result = PhaseResult(f"concurrency {lanes}")
     url = f"http://127.0.0.1:{service.port}"
     keys = {i: {"X-API-Key": lane_key(i)} for i in range(lanes)}
-    statuses = asyncio.run(mixed_load(url, lanes=lanes, rounds=3, headers=keys.__getitem__))
+    errors: Counter[str] = Counter()
+    load = mixed_load(url, lanes=lanes, rounds=3, headers=keys.__getitem__, errors=errors)
+    statuses = asyncio.run(load)
+    result.notes += [f"{n} x {error}" for error, n in errors.items()]
     result.submitted = sum(statuses.values())
     result.done = result.right = sum(n for s, n in statuses.items() if 200 <= s < 300)
     result.lost = sum(n for s, n in statuses.items() if s >= 500 or s == 0)

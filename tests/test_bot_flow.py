@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import itertools
 import logging
 import time
 from typing import Any
@@ -22,7 +21,14 @@ from redis.asyncio import Redis
 
 from bot.picture import RIM, centre
 from engine.game import new_game
-from tests.fixtures.discord import DiscordWorld, FakeMessage, run_with_bot, start_bot, stop_bot
+from tests.fixtures.discord import (
+    DiscordWorld,
+    FakeMessage,
+    bot_settings,
+    run_with_bot,
+    start_bot,
+    stop_bot,
+)
 from worker.redis_server import RedisServer
 from worker.settings import Settings
 
@@ -30,17 +36,11 @@ pytestmark = [pytest.mark.redis, pytest.mark.service]
 
 GUILD = 5151
 CHANNEL = 888
-_prefixes = itertools.count()
 
 
 @pytest.fixture
 def settings(redis_url: str) -> Settings:
-    return Settings(
-        redis_url=redis_url,
-        bot_key_prefix=f"t:flow:{time.time_ns()}:{next(_prefixes)}:",
-        bot_sweep_interval_s=3600,
-        bot_move_deadline_ms=1500,
-    )
+    return bot_settings(redis_url)
 
 
 def pixel(png: bytes, xy: tuple[int, int]) -> tuple[int, int, int]:

@@ -10,7 +10,6 @@ one test to the next, and the sweeper runs only when a test calls it (with a
 from __future__ import annotations
 
 import asyncio
-import itertools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +23,7 @@ from tests.fixtures.discord import (
     DiscordWorld,
     FakeMessage,
     FakeUser,
+    bot_settings,
     run_with_bot,
     start_bot,
     stop_bot,
@@ -36,17 +36,11 @@ pytestmark = [pytest.mark.redis, pytest.mark.service]
 
 GUILD = 4242
 CHANNEL = 777
-_prefixes = itertools.count()
 
 
 @pytest.fixture
 def settings(redis_url: str) -> Settings:
-    return Settings(
-        redis_url=redis_url,
-        bot_key_prefix=f"t:bot:{time.time_ns()}:{next(_prefixes)}:",
-        bot_sweep_interval_s=3600,  # the tests run the sweeper themselves
-        bot_move_deadline_ms=1500,
-    )
+    return bot_settings(redis_url)
 
 
 def leftmost(buttons: list[Button]) -> str:

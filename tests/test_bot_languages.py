@@ -9,31 +9,24 @@ Real Redis, real workers, the real engine; Discord is the stand-in of
 
 from __future__ import annotations
 
-import itertools
 import time
 from typing import Any
 
 import discord
 import pytest
 
-from tests.fixtures.discord import DiscordWorld, FakeMessage, run_with_bot
+from tests.fixtures.discord import DiscordWorld, FakeMessage, bot_settings, run_with_bot
 from worker.settings import Settings
 
 pytestmark = [pytest.mark.redis, pytest.mark.service]
 
 FRENCH_GUILD, FRENCH_CHANNEL = 6161, 616
 ENGLISH_GUILD, ENGLISH_CHANNEL = 6262, 626
-_prefixes = itertools.count()
 
 
 @pytest.fixture
 def settings(redis_url: str) -> Settings:
-    return Settings(
-        redis_url=redis_url,
-        bot_key_prefix=f"t:lang:{time.time_ns()}:{next(_prefixes)}:",
-        bot_sweep_interval_s=3600,
-        bot_analyze_cooldown_s=0,
-    )
+    return bot_settings(redis_url, bot_analyze_cooldown_s=0)
 
 
 def posts(world: DiscordWorld, channel: int) -> list[FakeMessage]:

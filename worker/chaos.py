@@ -54,6 +54,7 @@ from worker.redis_server import RedisServer, free_port
 from worker.settings import get_settings
 
 __all__ = [
+    "PHASES",
     "PhaseResult",
     "board_sizes",
     "format_table",
@@ -543,6 +544,19 @@ def _phase_board_sizes(service: _Service, sizes: list[str], in_flight: int = 8) 
     return result
 
 
+#: The phases, in the order they run (``plybot chaos --phases`` picks some).
+PHASES = (
+    "redis-killed",
+    "worker-killed",
+    "worker-stopped",
+    "redis-full",
+    "bot-moves",
+    "load",
+    "slow-clients",
+    "board-sizes",
+)
+
+
 def run_chaos(
     workers: int = 2,
     outage_s: float = 15.0,
@@ -552,46 +566,42 @@ def run_chaos(
     lanes: int = 200,
     slow: int = 100,
     sizes: int = 170,
+    phases: tuple[str, ...] = PHASES,
 ) -> list[PhaseResult]:
-    """Run every phase against a fresh ``plybot up``; one result per phase (a phase with a
+    """Run ``phases`` against a fresh ``plybot up``; one result per phase (a phase with a
     count of 0 is left out)."""
     quick = load_positions("Test_L1_R2", 60)
     long = load_positions("Test_L1_R3", 40)
-    results = []
+    runs: dict[str, Callable[[_Service], PhaseResult | None]] = {
+        "redis-killed": lambda s: _phase_redis_killed(
+            s, quick[0:10], long[0:2], quick[59][0], outage_s
+        ),
+        "worker-killed": lambda s: _phase_worker_signal(
+            s, "worker SIGKILLed", signal.SIGKILL, quick[10:16], long[2:3]
+        ),
+        "worker-stopped": lambda s: _phase_worker_signal(
+            s, "worker SIGSTOPped", signal.SIGSTOP, quick[16:22], long[3:4]
+        ),
+        "redis-full": lambda s: _phase_redis_full(s, quick[22:30], long[4:5], full_s),
+        "bot-moves": lambda s: _phase_bot_moves(s, long[10 : 12 + 2 * workers], moves),
+        "load": lambda s: _phase_concurrency(s, lanes) if lanes else None,
+        "slow-clients": lambda s: _phase_slow_clients(s, slow) if slow else None,
+        "board-sizes": lambda s: _phase_board_sizes(s, board_sizes()[:sizes]) if sizes else None,
+    }
+    results: list[PhaseResult] = []
     with tempfile.TemporaryDirectory(prefix="plybot-chaos-") as tmp:
         service = _Service(workers, Path(tmp), log)
         try:
-            service.wait_up()
-            results.append(
-                _phase_redis_killed(service, quick[0:10], long[0:2], quick[59][0], outage_s)
-            )
-            service.wait_up()
-            results.append(
-                _phase_worker_signal(
-                    service, "worker SIGKILLed", signal.SIGKILL, quick[10:16], long[2:3]
-                )
-            )
-            service.wait_up()
-            results.append(
-                _phase_worker_signal(
-                    service, "worker SIGSTOPped", signal.SIGSTOP, quick[16:22], long[3:4]
-                )
-            )
-            service.wait_up()
-            results.append(_phase_redis_full(service, quick[22:30], long[4:5], full_s))
-            service.wait_up()
-            results.append(_phase_bot_moves(service, long[10 : 12 + 2 * workers], moves))
-            if lanes:
+            for name in PHASES:
+                if name not in phases:
+                    continue
                 service.wait_up()
-                results.append(_phase_concurrency(service, lanes))
-            if slow:
-                service.wait_up()
-                results.append(_phase_slow_clients(service, slow))
-            if sizes:
-                service.wait_up()
-                results.append(_phase_board_sizes(service, board_sizes()[:sizes]))
+                result = runs[name](service)
+                if result is not None:
+                    results.append(result)
             alive = service.up.poll() is None
-            results[-1].notes.append(f"plybot up still running at the end: {alive}")
+            if results:
+                results[-1].notes.append(f"plybot up still running at the end: {alive}")
         finally:
             service.close()
     return results

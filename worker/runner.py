@@ -36,9 +36,9 @@ busy; either interrupts the job (the solver returns within milliseconds). A
 preempted analysis goes back to the front of its queue, the run not counted.
 
 SIGTERM / Ctrl-C: finish the job in hand, take no new one, exit. A second
-signal: exit at once; the job in hand goes back to the queue. Memory past
-``worker_memory_mb`` after a job: the same, exiting with ``RECYCLE_EXIT`` so the
-supervisor starts a fresh process in its place.
+signal: exit at once; the job in hand goes back to the queue. Memory within
+``JOB_GROWTH_BYTES`` of ``worker_memory_mb`` after a job: the same, exiting with
+``RECYCLE_EXIT`` so the supervisor starts a fresh process in its place.
 
 Run by the supervisor as ``python -m worker.runner --name NAME`` with ``REDIS_URL``
 in its environment (never on a command line: it may hold a password).
@@ -163,6 +163,9 @@ def _describe(started: Started, timeout: int, exc: BaseException) -> str:
 PREEMPT_AFTER_S = 0.15
 #: How often a busy worker looks for a cancel of its job or a bot move waiting.
 WATCH_INTERVAL_S = 0.1
+#: The most one job adds to a worker's resident memory: a board size compiled afresh (86 MB
+#: for 3x3, about 32 MB for larger boards, measured), its table being within the table budget.
+JOB_GROWTH_BYTES = 128 << 20
 #: The exit status of a worker that left to be replaced (memory past its budget): the
 #: supervisor starts a fresh one at once, with no backoff and no warning.
 RECYCLE_EXIT = 3
@@ -362,7 +365,8 @@ class Worker:
         self._check_memory()
 
     def _check_memory(self) -> None:
-        """Past ``worker_memory_mb``, stop taking jobs so that a fresh process replaces this one.
+        """Near ``worker_memory_mb`` (less than ``JOB_GROWTH_BYTES`` left), stop taking jobs so
+        that a fresh process replaces this one, and no job takes the process past its budget.
 
         Each board size a worker is asked about leaves compiled code behind (tens of MB
         when it was compiled here, a few when loaded), which no process can unload; its
@@ -371,10 +375,13 @@ class Worker:
         """
         budget = self.settings.worker_memory_mb << 20
         rss = _rss_bytes()
-        if budget and rss > budget and not self.stop_requested:
+        # The next job may compile a board size of its own: it must fit in what is left.
+        if budget and rss > budget - JOB_GROWTH_BYTES and not self.stop_requested:
             log.info(
-                "resident memory %d MB past the budget of %d MB: making way for a fresh worker",
+                "resident memory %d MB, within %d MB of the budget of %d MB: making way for "
+                "a fresh worker",
                 rss >> 20,
+                JOB_GROWTH_BYTES >> 20,
                 budget >> 20,
             )
             self.stop_requested = self.recycle = True

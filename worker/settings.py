@@ -130,9 +130,10 @@ class Settings(BaseSettings):
         1024,
         ge=0,
         le=1 << 20,
-        description="Resident memory past which a worker, after its job, makes way for a fresh "
-        "process (the compiled code of every board size it was asked about goes with it); "
-        "0: never. Keep it well above the solver tables' budget.",
+        description="Resident memory a worker keeps within: once less than 128 MB of it is "
+        "left after a job (what the next job may add), the worker makes way for a fresh process "
+        "(the compiled code of every board size it was asked about goes with it); 0: never. "
+        "Keep it well above the solver tables' budget.",
     )
     solver_fresh_table: bool = Field(
         False,

@@ -1,7 +1,7 @@
 """Run faults against a real ``plybot up`` and print what they did to the jobs.
 
 usage: plybot chaos [--workers N] [--outage-s S] [--full-s S] [--moves M]
-                    [--lanes L] [--slow C] [--sizes B] [--log]
+                    [--lanes L] [--slow C] [--sizes B] [--phases P,...] [--log]
 
 Starts its own Redis (append-only file on) and ``plybot up`` on free ports
 (REDIS_URL is not used), then: Redis SIGKILLed for ``--outage-s`` seconds while
@@ -31,12 +31,19 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--sizes", type=int, default=170, help="board sizes asked about (default all 170)"
     )
+    parser.add_argument(
+        "--phases", default="", help="comma-separated phases to run (default: all, in order)"
+    )
     parser.add_argument("--log", action="store_true", help="show the service's log")
     args = parser.parse_args(argv)
-    from worker.chaos import MAX_LANES
+    from worker.chaos import MAX_LANES, PHASES
 
     if not 0 <= args.lanes <= MAX_LANES:
         parser.error(f"--lanes {args.lanes}: between 0 and {MAX_LANES}")
+    phases = tuple(p.strip() for p in args.phases.split(",") if p.strip()) or PHASES
+    unknown = [p for p in phases if p not in PHASES]
+    if unknown:
+        parser.error(f"--phases {','.join(unknown)}: unknown (phases: {', '.join(PHASES)})")
     from worker.chaos import format_table, run_chaos
 
     results = run_chaos(
@@ -48,6 +55,7 @@ def main(argv: list[str]) -> int:
         lanes=args.lanes,
         slow=args.slow,
         sizes=args.sizes,
+        phases=phases,
     )
     print(format_table(results))
     bad = any(r.lost or r.right < r.done for r in results)

@@ -216,17 +216,23 @@ class _Service:
                 view = self.outcome(job_id)
                 if view is None:
                     continue
-                expected = pending.pop(job_id)
-                if view["status"] == "done":
-                    result.done += 1
-                    score = (view.get("result") or {}).get("score")
-                    result.right += expected is None or score == expected
-                else:
-                    result.notes.append(f"{job_id}: {view.get('error')}")
-                    result.lost += view["status"] == "evicted"
+                self.count(result, job_id, view, pending.pop(job_id))
             time.sleep(0.2)
         result.lost += len(pending)
         return time.monotonic() - start
+
+    @staticmethod
+    def count(result: PhaseResult, job_id: str, view: dict, expected: int | None) -> None:
+        """Count a finished job (``view``, from :meth:`outcome`) into ``result``: done, and
+        right if its score is ``expected`` (any score when ``None``); else a note, and lost
+        if its record was evicted."""
+        if view["status"] == "done":
+            result.done += 1
+            score = (view.get("result") or {}).get("score")
+            result.right += expected is None or score == expected
+        else:
+            result.notes.append(f"{job_id}: {view.get('error')}")
+            result.lost += view["status"] == "evicted"
 
     def submit_all(self, result: PhaseResult, positions: Positions) -> dict[str, int | None]:
         jobs: dict[str, int | None] = {}
@@ -511,11 +517,7 @@ def _phase_board_sizes(service: _Service, sizes: list[str], in_flight: int = 8) 
             if view is None:
                 continue
             pending.discard(job_id)
-            if view["status"] == "done":
-                result.done += 1
-                result.right += 1
-            else:
-                result.notes.append(f"{job_id}: {view.get('error')}")
+            service.count(result, job_id, view, None)
 
     for variant in sizes:  # a few at a time: each new size compiles for seconds
         while len(pending) >= in_flight:

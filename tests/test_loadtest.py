@@ -44,3 +44,16 @@ def test_loadtest_rejects_bad_options_in_one_line() -> None:
     )
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "'No_Such_Set'" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--phases", "load,nope"], "--phases nope: unknown (phases: redis-killed"),
+        (["--lanes", "5000"], "--lanes 5000: between 0 and 1000"),
+    ],
+)
+def test_chaos_rejects_bad_options_naming_them(args: list[str], says: str) -> None:
+    done = subprocess.run([PLYBOT, "chaos", *args], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert says in done.stderr.strip().splitlines()[-1], done.stderr

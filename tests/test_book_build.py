@@ -175,3 +175,27 @@ def _playable(notation: str) -> bool:
     except ValueError:
         return False
     return position.outcome() is None and not position.winning_moves()
+
+
+def test_the_book_table_is_budgeted_on_top_of_the_worker_memory(
+    clean_redis: redis.Redis, redis_url: str, worker_pool
+) -> None:  # type: ignore[no-untyped-def]
+    # A 512 MB book table (about half of it touched once made) in a worker whose own budget is
+    # 600 MB: counted against that budget alone, the worker would make way after every chunk
+    # and lose the table that siblings share.
+    env = {"PLYBOT_BOOK_TABLE_MB": "512", "PLYBOT_WORKER_MEMORY_MB": "600"}
+    pool = worker_pool(1, queues="book", env=env)
+    (name,) = pool.workers()
+    store = JobStore(clean_redis)
+    plan = chunks(8, 5, 4, 40)[:3]
+    job_ids = [
+        store.submit(
+            BookChunkRequest(variant="5x4", plies=8, size=40, index=c.index, notations=c.notations)
+        )
+        for c in plan
+    ]
+    for job_id in job_ids:
+        state = wait_for(lambda j=job_id: (s := store.state(j)) is not None and s.finished and s)
+        assert state.status == "done" and state.result is not None, state.error
+        assert state.result.worker == name, (state.result.worker, name)
+    assert set(pool.workers()) == {name}

@@ -158,6 +158,15 @@ def table_bytes() -> int:
     return sum(solver.table_bytes for solver in _solvers.values())
 
 
+def book_table_bytes() -> int:
+    """Bytes of the book build's solver table held by this process (0 before its first chunk).
+
+    It is budgeted by ``book_table_mb``, on top of ``worker_memory_mb``: a worker serving the
+    ``book`` queue keeps it between chunks, since siblings share their subtrees.
+    """
+    return sum(solver.table_bytes for solver in _book_solver.values())
+
+
 def interrupt() -> None:
     """Make a running compiled search return now (from another thread); it reports an
     incomplete result, and the caller's interrupt (cancel, preemption) takes over."""

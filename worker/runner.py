@@ -370,10 +370,13 @@ class Worker:
 
         Each board size a worker is asked about leaves compiled code behind (tens of MB
         when it was compiled here, a few when loaded), which no process can unload; its
-        solver tables alone are budgeted by ``worker_table_mb``. As Celery's
+        solver tables alone are budgeted by ``worker_table_mb``, and the book build's table,
+        when one is held, by ``book_table_mb`` on top of the budget. As Celery's
         max-memory-per-child, the process is replaced between jobs, never during one.
         """
         budget = self.settings.worker_memory_mb << 20
+        if budget:
+            budget += jobs.book_table_bytes()
         rss = _rss_bytes()
         # The next job may compile a board size of its own: it must fit in what is left.
         if budget and rss > budget - JOB_GROWTH_BYTES and not self.stop_requested:

@@ -25,8 +25,8 @@ test: $(STAMP) ## run the whole test suite (two processes; the serial tests alon
 	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not serial"
 	$(BIN)/python -m pytest -m serial
 
-test-fast: $(STAMP) ## the suite without slow, Redis, service and browser tests
-	$(BIN)/python -m pytest -m "not slow and not redis and not service and not browser"
+test-fast: $(STAMP) ## the suite without slow, Redis, service and browser tests (no Redis needed)
+	$(BIN)/python -m pytest -n 2 -m "not slow and not redis and not service and not browser"
 
 bench: $(STAMP) ## all six Connect Four benchmark sets (Test_L1_R3: first 100)
 	$(BIN)/plybot bench --all

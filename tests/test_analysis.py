@@ -152,6 +152,7 @@ def test_connect4_empty_board_analysed_from_the_book(warm: None) -> None:
     assert (analysis.best_move, analysis.score) == (3, 1)
 
 
+@pytest.mark.slow
 def test_connect4_book_position_columns_match_a_fresh_solver(warm: None) -> None:
     # Ply 8: the book proves the score and the best move, not every column's value; the
     # analysis takes the best column from the book and caps the others by its score.

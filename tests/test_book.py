@@ -87,6 +87,7 @@ def test_layer_holds_each_position_needing_a_search_once() -> None:
     assert chunks(8, *SMALL, size=50) == plan  # the same on every machine, every run
 
 
+@pytest.mark.slow
 def test_complete_book_is_exact_by_another_algorithm() -> None:
     # 4x4 to ply 10: every entry from ply 7 on against an exhaustive generic search (another
     # algorithm than the solver): the score, and the score its best move keeps.
@@ -105,6 +106,7 @@ def test_complete_book_is_exact_by_another_algorithm() -> None:
     assert checked >= 50
 
 
+@pytest.mark.slow
 def test_small_book_is_complete_and_agrees_with_a_fresh_solver(small_book: OpeningBook) -> None:
     for ply in range(9):
         for position in positions_at(ply, *SMALL):
@@ -188,6 +190,7 @@ def test_tiered_reads_the_book_first_and_writes_behind_it(small_book: OpeningBoo
     assert small_book.get_many("connect4", "7x6", [in_book]) == [None]  # another board
 
 
+@pytest.mark.slow
 def test_shipped_book_is_compact_and_loads_fast() -> None:
     assert SHIPPED_PATH.stat().st_size <= 3 << 20
     code = (

@@ -339,5 +339,6 @@ def count_positions(plies: int) -> list[int]:
     return counts
 
 
+@pytest.mark.slow
 def test_position_counts_match_oeis() -> None:
     assert count_positions(8) == A212693

@@ -423,6 +423,7 @@ def test_a_failing_cache_never_fails_the_search(cache: object) -> None:
     assert result.decided and result.score == 0 and not result.cache_hit
 
 
+@pytest.mark.slow
 def test_searches_without_a_table_reuse_the_process_one() -> None:
     """A full-size table is made once per game kind and thread (aged, not remade)."""
     from engine.connect4 import Connect4

@@ -46,6 +46,7 @@ def test_weak_prints_the_sign(capsys, monkeypatch) -> None:  # type: ignore[no-u
     assert out == "274552224131661 0\n5455174361263362 -1\n121212 1\n"
 
 
+@pytest.mark.slow
 def test_analyze_appends_every_column_with_x_for_full(capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     code, out, _ = run(["--analyze", "444444", "33445"], capsys, monkeypatch)
     assert code == 0

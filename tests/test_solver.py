@@ -65,7 +65,7 @@ def sign(x: int) -> int:
     return (x > 0) - (x < 0)
 
 
-SMALL_BOARDS = [(4, 4, 11), (5, 4, 10), (6, 5, 10)]
+SMALL_BOARDS = [(4, 4, 11), (5, 4, 10), pytest.param(6, 5, 10, marks=pytest.mark.slow)]
 
 
 @pytest.mark.parametrize(("width", "height", "empty"), SMALL_BOARDS)
@@ -153,6 +153,7 @@ def test_every_position_of_the_easy_sets(benchmarks_dir: object, name: str) -> N
     check_set(name)
 
 
+@pytest.mark.slow
 @pytest.mark.benchmarks
 @pytest.mark.parametrize(("name", "every"), [("Test_L2_R2", 25), ("Test_L1_R2", 40)])
 def test_a_sample_of_the_medium_sets(benchmarks_dir: object, name: str, every: int) -> None:

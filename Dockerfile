@@ -13,13 +13,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 RUN useradd --create-home --uid 1000 plybot
 WORKDIR /opt/plybot
 
-# Dependencies first, so a code change does not reinstall them.
-COPY pyproject.toml README.md ./
-RUN mkdir -p engine worker api bot \
-    && touch engine/__init__.py worker/__init__.py api/__init__.py bot/__init__.py \
-    && pip install . \
-    && pip uninstall -y plybot
+# Dependencies first, so a code change does not reinstall them: the pinned versions and
+# their hashes (requirements.lock, `make lock`), so every build installs the same files.
+COPY requirements.lock ./
+RUN pip install --require-hashes -r requirements.lock
 
+COPY pyproject.toml README.md ./
 COPY engine ./engine
 COPY worker ./worker
 COPY api ./api

@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help venv up test test-fast bench loadtest chaos lint format clean
+.PHONY: help venv up test test-fast bench loadtest chaos lint format lock clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -45,6 +45,12 @@ lint: $(STAMP) ## ruff check, ruff format --check, mypy on engine/, worker/, api
 format: $(STAMP) ## apply ruff's fixes and formatting
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
+
+lock: $(STAMP) ## pin the image's dependencies with hashes (requirements.lock) from pyproject.toml
+	$(BIN)/python -m pip install -q uv
+	{ sed -n '1,2p' requirements.lock; $(BIN)/uv pip compile pyproject.toml --generate-hashes \
+	    --python-version 3.11 --universal --no-header --quiet; } > requirements.lock.new
+	mv requirements.lock.new requirements.lock
 
 clean: ## remove the venv and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -62,3 +62,38 @@ def test_the_image_compiles_the_engine_at_build_time() -> None:
     from worker.jobs import warm_up
 
     assert callable(warm_up)
+
+
+def test_the_image_installs_pinned_hashed_versions_within_the_project_ranges() -> None:
+    # packaging comes with pytest.
+    import tomllib
+
+    from packaging.markers import Marker
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    text = (ROOT / "requirements.lock").read_text()
+    pinned: dict[str, str] = {}
+    for entry in text.replace("\\\n", " ").splitlines():
+        if not entry.strip() or entry.startswith(("#", " ")):
+            continue
+        spec, _, marker = entry.split(" --hash")[0].partition(";")
+        on_311 = {"python_full_version": "3.11.7"}  # the image's Python
+        if marker.strip() and not Marker(marker.strip()).evaluate(on_311):
+            continue
+        name, _, version = spec.strip().partition("==")
+        assert version, f"requirements.lock: '{spec.strip()}' is not pinned with =="
+        assert "--hash=sha256:" in entry, f"requirements.lock: {name} has no hash"
+        pinned[canonicalize_name(name)] = version
+    for dependency in project["dependencies"]:
+        requirement = Requirement(dependency)
+        name = canonicalize_name(requirement.name)
+        assert name in pinned, f"{requirement.name} is not in requirements.lock (run make lock)"
+        assert requirement.specifier.contains(pinned[name], prereleases=True), (
+            f"requirements.lock pins {name}=={pinned[name]}, outside pyproject's '{dependency}' "
+            "(run make lock)"
+        )
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "pip install --require-hashes -r requirements.lock" in dockerfile
+    assert "COPY requirements.lock" in dockerfile

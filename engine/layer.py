@@ -114,7 +114,8 @@ def solve_chunk(solver: Solver, notations: Sequence[str]) -> list[BookLine]:
     lines = []
     for i, notation in enumerate(notations):
         result = batch.result(i)
-        assert result.score is not None and result.best_move is not None
+        assert result.score is not None  # strict: an unsolved position raised
+        assert result.best_move is not None
         lines.append(BookLine(notation, result.score, result.best_move))
     return lines
 

@@ -75,12 +75,14 @@ def test_depth_mode_is_the_generic_search() -> None:
         reference.score,
         reference.moves,
     )
-    assert analysis.depth == 5 and not analysis.exact
+    assert analysis.depth == 5
+    assert not analysis.exact
     assert [s.depth for s in steps] == [1, 2, 3, 4, 5]
     assert position.notation() == "4453"  # left as it was
 
 
-def test_time_mode_honours_the_budget(warm: None) -> None:
+@pytest.mark.usefixtures("warm")
+def test_time_mode_honours_the_budget() -> None:
     for position in (TicTacToe.parse("1"), Connect4.parse("4453")):
         start = time.monotonic()
         analysis = analyze(position, mode="time", time_ms=200)
@@ -102,16 +104,20 @@ def test_deadline_bounds_the_depth_mode_too() -> None:
 def test_tictactoe_solve_is_a_full_search() -> None:
     steps: list[Progress] = []
     analysis = analyze(TicTacToe(), mode="solve", all_moves=True, on_progress=steps.append)
-    assert analysis.exact and analysis.score == 0
-    assert analysis.moves is not None and set(analysis.moves) == set(range(9))
+    assert analysis.exact
+    assert analysis.score == 0
+    assert analysis.moves is not None
+    assert set(analysis.moves) == set(range(9))
     assert all(score == 0 for score in analysis.moves.values())  # every first move draws
-    assert steps and steps[-1].exact
+    assert steps
+    assert steps[-1].exact
 
 
 def test_connect4_solve_agrees_with_an_exhaustive_search() -> None:
     for position in endgame_positions(5, plies=28, seed=21):
         reference = search(position, SearchLimits(), all_moves=True)
-        assert reference.decided and reference.moves is not None
+        assert reference.decided
+        assert reference.moves is not None
         analysis = analyze(position, mode="solve", all_moves=True)
         assert analysis.exact, analysis.note
         assert analysis.score == reference.score, position.notation()
@@ -128,69 +134,88 @@ def test_connect4_solve_reports_progress_as_the_window_narrows() -> None:
     assert analysis.exact
     assert steps, "the solver reports its window"
     for step in steps:
-        assert step.lower is not None and step.upper is not None
+        assert step.lower is not None
+        assert step.upper is not None
         assert step.lower <= analysis.score <= step.upper
     assert all(a.nodes <= b.nodes for a, b in itertools.pairwise(steps))
 
 
-def test_connect4_solve_never_overruns_its_deadline(warm: None) -> None:
+@pytest.mark.usefixtures("warm")
+def test_connect4_solve_never_overruns_its_deadline() -> None:
     position = Connect4.parse("727212271")  # past the opening book: seconds of solving
     start = time.monotonic()
     analysis = analyze(position, mode="solve", deadline=start + 0.5, all_moves=True)
     assert time.monotonic() <= start + 0.5 + SLACK
     assert not analysis.exact
     assert "the exact solve did not finish" in analysis.note
-    assert analysis.best_move in range(7) and analysis.depth >= 1
+    assert analysis.best_move in range(7)
+    assert analysis.depth >= 1
 
 
-def test_connect4_empty_board_analysed_from_the_book(warm: None) -> None:
+@pytest.mark.usefixtures("warm")
+def test_connect4_empty_board_analysed_from_the_book() -> None:
     # Every first move's position is in the opening book: the empty board's analysis,
     # minutes of solving, is exact at once. The values are the game's known ones.
     analysis = analyze(Connect4(), mode="solve", all_moves=True)
-    assert analysis.exact and analysis.nodes == 0
+    assert analysis.exact
+    assert analysis.nodes == 0
     assert analysis.moves == {0: -2, 1: -1, 2: 0, 3: 1, 4: 0, 5: -1, 6: -2}
     assert (analysis.best_move, analysis.score) == (3, 1)
 
 
 @pytest.mark.slow
-def test_connect4_book_position_columns_match_a_fresh_solver(warm: None) -> None:
+@pytest.mark.usefixtures("warm")
+def test_connect4_book_position_columns_match_a_fresh_solver() -> None:
     # Ply 8: the book proves the score and the best move, not every column's value; the
     # analysis takes the best column from the book and caps the others by its score.
     for notation in ("77662412", "66756557"):
         position = Connect4.parse(notation)
         from_book = analyze(position, mode="solve", all_moves=True)
         fresh = Solver(table_bytes=16 << 20).analyze(position)  # no book, no cache
-        assert from_book.exact and from_book.moves == fresh.moves, notation
+        assert from_book.exact, notation
+        assert from_book.moves == fresh.moves, notation
         assert from_book.score == fresh.score
 
 
-def test_connect4_time_mode_is_exact_where_the_solver_finishes(warm: None) -> None:
+@pytest.mark.usefixtures("warm")
+def test_connect4_time_mode_is_exact_where_the_solver_finishes() -> None:
     analysis = analyze(Connect4.parse("4444445525"), mode="time", time_ms=3000)
-    assert analysis.exact and analysis.note == ""
+    assert analysis.exact
+    assert analysis.note == ""
 
 
 def test_connect4_solve_uses_and_fills_the_cache() -> None:
     cache = MemoryCache()
     position = endgame_positions(1, plies=26, seed=5)[0]
     first = analyze(position, mode="solve", cache=cache)
-    assert first.exact and not first.cache_hit
+    assert first.exact
+    assert not first.cache_hit
     entry = cache.entries.get(("connect4", "7x6", position.key()))
-    assert entry is not None and entry.depth == EXACT_DEPTH and entry.lower == first.score
+    assert entry is not None
+    assert entry.depth == EXACT_DEPTH
+    assert entry.lower == first.score
 
 
-def test_connect4_exact_answers_come_from_the_cache_alone(warm: None) -> None:
+@pytest.mark.usefixtures("warm")
+def test_connect4_exact_answers_come_from_the_cache_alone() -> None:
     """A solved root answers ``solve``; solved children answer ``moves: all`` (mirror too)."""
     cache = MemoryCache()
     position = endgame_positions(1, plies=20, seed=11)[0]
     every = analyze(position, mode="solve", all_moves=True, cache=cache)
-    assert every.exact and not every.cache_hit and every.moves
+    assert every.exact
+    assert not every.cache_hit
+    assert every.moves
     again = analyze(position, mode="solve", all_moves=True, cache=cache)
-    assert again.cache_hit and again.nodes == 0
+    assert again.cache_hit
+    assert again.nodes == 0
     assert (again.score, again.moves) == (every.score, every.moves)
-    assert again.moves is not None and again.moves[again.best_move] == again.score  # type: ignore[index]
+    assert again.moves is not None
+    assert again.moves[again.best_move] == again.score
     best = analyze(position, mode="solve", cache=cache)
-    assert best.cache_hit and best.score == every.score
-    assert every.moves is not None and every.moves[best.best_move] == every.score  # type: ignore[index]
+    assert best.cache_hit
+    assert best.score == every.score
+    assert every.moves is not None
+    assert every.moves[best.best_move] == every.score
     width = position.width
     mirror = Connect4.parse("".join(str(width - c) for c in position.moves))
     mirrored = analyze(mirror, mode="solve", all_moves=True, cache=cache)
@@ -203,7 +228,9 @@ def test_connect4_cache_with_a_child_missing_is_solved() -> None:
     position = endgame_positions(1, plies=22, seed=3)[0]
     analyze(position, mode="solve", cache=cache)  # the root (and its best child) only
     every = analyze(position, mode="solve", all_moves=True, cache=cache)
-    assert every.exact and every.moves and not every.cache_hit
+    assert every.exact
+    assert every.moves
+    assert not every.cache_hit
 
 
 # -- scores in words --------------------------------------------------------------------------
@@ -226,11 +253,13 @@ def test_bounds_never_contradict_the_exact_values() -> None:
     for notation in ("126333254776", "754561577632", "134231125352", "451451154555"):
         position = Connect4.parse(notation)  # 0.1 to 1.4 M nodes for every column
         exact = Solver(table_bytes=16 << 20).analyze(position)
-        assert exact.moves is not None and exact.bounds is not None
+        assert exact.moves is not None
+        assert exact.bounds is not None
         assert exact.bounds == {c: (m, m) for c, m in exact.moves.items()}
         for limit in (2_000, 50_000):
             partial = Solver(table_bytes=16 << 20).analyze(position, node_limit=limit)
-            assert not partial.complete and partial.bounds is not None, notation
+            assert not partial.complete, notation
+            assert partial.bounds is not None, notation
             assert set(partial.bounds) == set(exact.moves)
             for column, (lo, hi) in partial.bounds.items():
                 assert lo <= exact.moves[column] <= hi, (notation, limit, column)
@@ -240,7 +269,8 @@ def test_bounds_never_contradict_the_exact_values() -> None:
             assert exact.moves[best] >= max(lo for lo, _ in partial.bounds.values())
 
 
-def test_an_unfinished_analysis_is_honest(warm: None) -> None:
+@pytest.mark.usefixtures("warm")
+def test_an_unfinished_analysis_is_honest() -> None:
     # Past the opening book: seconds of solving (the issue's example, "35", is in the book).
     position = Connect4.parse("667564211")
     steps: list[Progress] = []
@@ -250,13 +280,17 @@ def test_an_unfinished_analysis_is_honest(warm: None) -> None:
     )
     if analysis.exact:  # a fast machine: nothing to be honest about
         return
-    assert analysis.bounds is not None and analysis.moves is not None
-    assert analysis.lower is not None and analysis.upper is not None
+    assert analysis.bounds is not None
+    assert analysis.moves is not None
+    assert analysis.lower is not None
+    assert analysis.upper is not None
     assert analysis.lower <= analysis.score <= analysis.upper
     floor = max(lo for lo, _ in analysis.bounds.values())
-    assert analysis.best_move is not None and analysis.bounds[analysis.best_move][1] >= floor
+    assert analysis.best_move is not None
+    assert analysis.bounds[analysis.best_move][1] >= floor
     for column, (lo, hi) in analysis.bounds.items():
         assert lo <= analysis.moves[column] <= hi
-    assert "estimate" in analysis.note and "the exact solve did not finish" in analysis.note
+    assert "estimate" in analysis.note
+    assert "the exact solve did not finish" in analysis.note
     # Per-column bounds were published as they narrowed.
     assert any(step.bounds for step in steps)

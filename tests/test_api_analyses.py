@@ -50,9 +50,12 @@ def http(api_service: ApiServer) -> Iterator[httpx.Client]:
 def test_exact_scores_of_self_contained_positions(http: httpx.Client) -> None:
     # Connect Four: X holds 4, 5, 6 on the bottom row and wins now with its 4th stone.
     result = solve(http, game="connect4", position="445566", mode="solve")["result"]
-    assert result["score"] == 22 - 4 and result["best_move"] in ("3", "7")
+    assert result["score"] == 22 - 4
+    assert result["best_move"] in ("3", "7")
     assert result["pv"][0] == result["best_move"]
-    assert result["exact"] is True and result["cache"] in ("hit", "miss") and result["worker"]
+    assert result["exact"] is True
+    assert result["cache"] in ("hit", "miss")
+    assert result["worker"]
     for key in ("depth", "nodes", "time_ms"):
         assert isinstance(result[key], int | float)
     # Tic-tac-toe, every move scored, against the engine's own answer.
@@ -60,11 +63,13 @@ def test_exact_scores_of_self_contained_positions(http: httpx.Client) -> None:
     analysis = solve(http, game="tictactoe", position=position, mode="solve", moves="all")
     engine = analyze(new_game("tictactoe", position), mode="solve", all_moves=True)
     result = analysis["result"]
-    assert result["score"] == engine.score and engine.exact
+    assert result["score"] == engine.score
+    assert engine.exact
     assert engine.moves is not None
     assert result["moves"] == {str(m + 1): s for m, s in engine.moves.items()}
     assert max(result["moves"].values()) == result["score"] == result["moves"][result["best_move"]]
-    assert analysis["request"]["moves"] == "all" and analysis["request"]["variant"] == "3x3"
+    assert analysis["request"]["moves"] == "all"
+    assert analysis["request"]["variant"] == "3x3"
 
 
 @pytest.mark.benchmarks
@@ -96,7 +101,8 @@ def test_every_move_scored_agrees_with_each_child(http: httpx.Client, benchmarks
     result = solve(http, game="connect4", position=position, mode="solve", moves="all")["result"]
     assert result["score"] == int(score)
     moves = result["moves"]
-    assert moves and max(moves.values()) == int(score) == moves[result["best_move"]]
+    assert moves
+    assert max(moves.values()) == int(score) == moves[result["best_move"]]
     for move, move_score in moves.items():
         child = new_game("connect4", position + move)
         if child.outcome() is not None:  # the move wins at once
@@ -108,9 +114,11 @@ def test_every_move_scored_agrees_with_each_child(http: httpx.Client, benchmarks
 
 def test_depth_and_time_modes(http: httpx.Client) -> None:
     result = solve(http, game="connect4", position="4453", mode="depth", depth=6)["result"]
-    assert result["depth"] >= 6 and result["best_move"] in list("1234567")
+    assert result["depth"] >= 6
+    assert result["best_move"] in list("1234567")
     result = solve(http, game="connect4", position="44536", mode="time", time_ms=300)["result"]
-    assert result["best_move"] in list("1234567") and result["depth"] >= 1
+    assert result["best_move"] in list("1234567")
+    assert result["depth"] >= 1
 
 
 # -- the event stream -------------------------------------------------------------------
@@ -139,11 +147,14 @@ def test_event_stream_gives_depths_in_order_then_the_result(http: httpx.Client) 
     accepted = http.post("/v1/analyses", json=body).json()
     events = read_events(http, accepted["id"])
     names = [name for name, _ in events]
-    assert names[-1] == "done" and set(names[:-1]) == {"progress"}, names
+    assert names[-1] == "done", names
+    assert set(names[:-1]) == {"progress"}, names
     depths = [data["depth"] for name, data in events if name == "progress"]
-    assert depths == sorted(set(depths)) and depths[-1] == 9, depths  # one per depth, in order
+    assert depths == sorted(set(depths)), depths
+    assert depths[-1] == 9, depths
     final = events[-1][1]
-    assert final["status"] == "done" and final["id"] == accepted["id"]
+    assert final["status"] == "done"
+    assert final["id"] == accepted["id"]
     assert final["result"]["depth"] == 9
     assert final == http.get(accepted["status_url"]).json()
     # A late subscriber gets the whole history, then the result.
@@ -164,7 +175,8 @@ def test_event_stream_of_a_failed_analysis_ends_with_the_error(
 
     assert asyncio.run(cancel())
     events = read_events(http, accepted["id"])
-    assert events[-1][0] == "failed" and events[-1][1]["status"] == "failed"
+    assert events[-1][0] == "failed"
+    assert events[-1][1]["status"] == "failed"
     assert "canceled" in events[-1][1]["error"]
 
 
@@ -178,12 +190,12 @@ def test_webhook_is_retried_until_delivered(http: httpx.Client) -> None:
         assert accepted.status_code == 202, accepted.text
         receiver.wait_for(2)
         (first_headers, first), (second_headers, second) = receiver.requests[:2]
-        assert (
-            first_headers["X-Plybot-Attempt"] == "1" and second_headers["X-Plybot-Attempt"] == "2"
-        )
+        assert first_headers["X-Plybot-Attempt"] == "1"
+        assert second_headers["X-Plybot-Attempt"] == "2"
         assert first_headers["X-Plybot-Delivery"] == second_headers["X-Plybot-Delivery"]
         assert first == second  # the same body each attempt
-        assert second["id"] == accepted.json()["id"] and second["status"] == "done"
+        assert second["id"] == accepted.json()["id"]
+        assert second["status"] == "done"
         assert second == http.get(accepted.headers["Location"]).json()
         time.sleep(0.5)  # delivered: nothing more comes
         assert len(receiver.requests) == 2
@@ -225,11 +237,15 @@ def test_status_and_metrics_report_the_service(http: httpx.Client) -> None:
     status = http.get("/v1/status").json()
     assert [q["name"] for q in status["queues"]] == ["interactive", "analysis", "book"]
     for queue in status["queues"]:
-        assert queue["waiting"] >= 0 and queue["oldest_wait_s"] >= 0
-    assert status["workers_alive"] == 2 and 0 <= status["workers_busy"] <= 2
-    assert status["jobs"]["done"] >= 1 and status["jobs"]["submitted"] >= status["jobs"]["done"]
+        assert queue["waiting"] >= 0
+        assert queue["oldest_wait_s"] >= 0
+    assert status["workers_alive"] == 2
+    assert 0 <= status["workers_busy"] <= 2
+    assert status["jobs"]["done"] >= 1
+    assert status["jobs"]["submitted"] >= status["jobs"]["done"]
     lookups = status["cache_hits"] + status["cache_misses"]
-    assert lookups > 0 and status["cache_hit_rate"] == round(status["cache_hits"] / lookups, 4)
+    assert lookups > 0
+    assert status["cache_hit_rate"] == round(status["cache_hits"] / lookups, 4)
     assert status["callbacks_pending"] >= 0
 
     text = http.get("/metrics").text

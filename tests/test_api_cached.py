@@ -42,7 +42,9 @@ def queued(r: redis.Redis) -> int:
 
 @pytest.fixture
 def solved_by_a_worker(
-    api: httpx.Client, clean_redis: redis.Redis, worker_pool: Callable[..., WorkerPool]
+    api: httpx.Client,
+    clean_redis: redis.Redis,  # noqa: ARG001 (requested for its effect)
+    worker_pool: Callable[..., WorkerPool],
 ) -> dict[str, dict[str, Any]]:
     """POSITION solved by a worker, best move only and every move; then no worker runs."""
     pool = worker_pool(1)
@@ -64,12 +66,16 @@ def test_an_exact_hit_is_finished_at_submission_with_no_worker(
     response = post(api, WAIT, position=POSITION, mode="solve")
     assert response.status_code == 200, response.text
     view = response.json()
-    assert view["status"] == "done" and view["error"] is None
+    assert view["status"] == "done"
+    assert view["error"] is None
     result, first = view["result"], solved_by_a_worker["best"]["result"]
-    assert result["cache"] == "hit" and result["worker"] == "cache" and result["nodes"] == 0
+    assert result["cache"] == "hit"
+    assert result["worker"] == "cache"
+    assert result["nodes"] == 0
     assert result["score"] == first["score"] == -1
     assert solved_by_a_worker["all"]["result"]["moves"][result["best_move"]] == -1
-    assert result["exact"] is True and view["attempts"] == 0
+    assert result["exact"] is True
+    assert view["attempts"] == 0
     assert response.headers["Location"] == f"/v1/analyses/{view['id']}"
 
     # The same job record as a worker's: GET and the event stream give the same analysis.
@@ -78,7 +84,8 @@ def test_an_exact_hit_is_finished_at_submission_with_no_worker(
     assert read_events(api, view["id"]) == [("done", view)]
 
     # Nothing was queued; the lookup counted as hits, the job as done and answered by the cache.
-    assert queued(clean_redis) == 0 and not clean_redis.exists(f"rq:job:{view['id']}")
+    assert queued(clean_redis) == 0
+    assert not clean_redis.exists(f"rq:job:{view['id']}")
     after = api.get("/v1/status").json()
     assert after["cache_hits"] > before["cache_hits"]
     assert after["cache_misses"] == before["cache_misses"]
@@ -94,25 +101,27 @@ def test_every_move_scored_is_answered_at_submission_when_each_child_is_cached(
     response = post(api, WAIT, position=POSITION, mode="solve", moves="all")
     assert response.status_code == 200, response.text
     result, first = response.json()["result"], solved_by_a_worker["all"]["result"]
-    assert result["worker"] == "cache" and result["moves"] == first["moves"]
+    assert result["worker"] == "cache"
+    assert result["moves"] == first["moves"]
     assert result["score"] == first["score"] == max(result["moves"].values())
     assert result["moves"][result["best_move"]] == result["score"]
     assert queued(clean_redis) == 0
 
 
+@pytest.mark.usefixtures("solved_by_a_worker")
 def test_without_wait_a_cached_answer_is_accepted_already_done(
-    api: httpx.Client, clean_redis: redis.Redis, solved_by_a_worker: dict[str, dict[str, Any]]
+    api: httpx.Client, clean_redis: redis.Redis
 ) -> None:
     response = post(api, position=POSITION, mode="solve")
     assert response.status_code == 202, response.text
     assert response.json()["status"] == "done"
     view = api.get(response.headers["Location"]).json()
-    assert view["result"]["worker"] == "cache" and queued(clean_redis) == 0
+    assert view["result"]["worker"] == "cache"
+    assert queued(clean_redis) == 0
 
 
-def test_a_cached_answer_is_delivered_to_its_webhook(
-    api: httpx.Client, clean_redis: redis.Redis, solved_by_a_worker: dict[str, dict[str, Any]]
-) -> None:
+@pytest.mark.usefixtures("clean_redis", "solved_by_a_worker")
+def test_a_cached_answer_is_delivered_to_its_webhook(api: httpx.Client) -> None:
     with WebhookReceiver() as receiver:
         response = post(api, position=POSITION, mode="solve", callback_url=receiver.url)
         assert response.status_code == 202, response.text
@@ -122,8 +131,9 @@ def test_a_cached_answer_is_delivered_to_its_webhook(
         assert body["result"]["worker"] == "cache"
 
 
+@pytest.mark.usefixtures("solved_by_a_worker")
 def test_what_the_cache_cannot_answer_exactly_goes_to_a_worker(
-    api: httpx.Client, clean_redis: redis.Redis, solved_by_a_worker: dict[str, dict[str, Any]]
+    api: httpx.Client, clean_redis: redis.Redis
 ) -> None:
     # Not a solve; a position never solved; another game: all queued, none answered yet.
     bodies = [
@@ -140,15 +150,18 @@ def test_what_the_cache_cannot_answer_exactly_goes_to_a_worker(
     assert queued(clean_redis) == len(bodies)
 
 
+@pytest.mark.usefixtures("clean_redis")
 def test_post_wait_answers_200_once_a_worker_is_done(
-    api: httpx.Client, clean_redis: redis.Redis, worker_pool: Callable[..., WorkerPool]
+    api: httpx.Client, worker_pool: Callable[..., WorkerPool]
 ) -> None:
     worker_pool(1)
     response = post(api, WAIT, position=OTHER, mode="solve")
     assert response.status_code == 200, response.text
     view = response.json()
-    assert view["status"] == "done" and view["result"]["score"] == 2
-    assert view["result"]["worker"] not in ("", "cache") and view["attempts"] == 1
+    assert view["status"] == "done"
+    assert view["result"]["score"] == 2
+    assert view["result"]["worker"] not in ("", "cache")
+    assert view["attempts"] == 1
     assert api.get(response.headers["Location"]).json() == view
 
 
@@ -169,14 +182,16 @@ def test_openapi_documents_both_answers_of_post(api: httpx.Client) -> None:
     assert any(p["name"] == "wait" and p["in"] == "query" for p in operation["parameters"])
 
 
+@pytest.mark.usefixtures("solved_by_a_worker")
 def test_a_malformed_cache_entry_sends_the_request_to_the_queue(
-    api: httpx.Client, clean_redis: redis.Redis, solved_by_a_worker: dict[str, dict[str, Any]]
+    api: httpx.Client, clean_redis: redis.Redis
 ) -> None:
     board = new_game("connect4", POSITION)
     clean_redis.set(entry_key("connect4", board.variant, board.key()), "not,an,entry")
     response = post(api, 0.2, position=POSITION, mode="solve")
     assert response.status_code == 202, response.text
-    assert response.json()["status"] == "queued" and queued(clean_redis) == 1
+    assert response.json()["status"] == "queued"
+    assert queued(clean_redis) == 1
 
 
 def test_an_unreachable_cache_sends_the_request_to_the_queue(
@@ -190,5 +205,6 @@ def test_an_unreachable_cache_sends_the_request_to_the_queue(
         assert queued(clean_redis) == 1  # both requests share the one job in flight
         worker_pool(1, env=env)
         view = http.get(response.headers["Location"], params={"wait": WAIT}).json()
-        assert view["status"] == "done" and view["result"]["score"] == -1
+        assert view["status"] == "done"
+        assert view["result"]["score"] == -1
         assert view["result"]["worker"] not in ("", "cache")

@@ -33,7 +33,8 @@ def submit(http: httpx.Client, body: dict[str, Any] = BODY) -> dict[str, Any]:
 
 def test_cancel_a_waiting_analysis(api: httpx.Client, clean_redis: redis.Redis) -> None:
     accepted = submit(api)
-    assert accepted["status"] == "queued" and clean_redis.llen("rq:queue:analysis") == 1
+    assert accepted["status"] == "queued"
+    assert clean_redis.llen("rq:queue:analysis") == 1
     response = api.delete(accepted["status_url"])
     assert response.status_code == 200, response.text
     assert response.json() == {
@@ -43,7 +44,8 @@ def test_cancel_a_waiting_analysis(api: httpx.Client, clean_redis: redis.Redis) 
         "status": "failed",
     }
     view = api.get(accepted["status_url"]).json()
-    assert view["status"] == "failed" and view["error"] == "canceled by the requester"
+    assert view["status"] == "failed"
+    assert view["error"] == "canceled by the requester"
     assert clean_redis.llen("rq:queue:analysis") == 0
     # Finished now: a second cancel is a conflict, and an identical request gets a new job.
     again = api.delete(accepted["status_url"])
@@ -60,16 +62,19 @@ def test_a_shared_analysis_goes_on_until_its_last_requester_cancels(
     first, second = submit(api), submit(api)
     assert first["id"] == second["id"]  # identical requests in flight share one job
     withdrawn = api.delete(first["status_url"]).json()
-    assert withdrawn["outcome"] == "shared" and withdrawn["status"] == "queued"
+    assert withdrawn["outcome"] == "shared"
+    assert withdrawn["status"] == "queued"
     assert submit(api)["id"] == first["id"]  # a third requester joins it
     assert api.delete(first["status_url"]).json()["outcome"] == "shared"
     last = api.delete(first["status_url"]).json()
-    assert last["outcome"] == "canceled" and last["status"] == "failed"
+    assert last["outcome"] == "canceled"
+    assert last["status"] == "failed"
     assert clean_redis.llen("rq:queue:analysis") == 0
 
 
+@pytest.mark.usefixtures("clean_redis")
 def test_cancel_a_running_analysis_stops_it(
-    api: httpx.Client, clean_redis: redis.Redis, worker_pool: Callable[..., WorkerPool]
+    api: httpx.Client, worker_pool: Callable[..., WorkerPool]
 ) -> None:
     worker_pool(1)
     accepted = submit(api, LONG)
@@ -81,12 +86,14 @@ def test_cancel_a_running_analysis_stops_it(
     assert response.status_code == 200, response.text
     assert response.json()["outcome"] == "stopping"
     view = api.get(accepted["status_url"], params={"wait": WAIT}).json()
-    assert view["status"] == "failed" and view["error"] == "canceled by the requester"
+    assert view["status"] == "failed"
+    assert view["error"] == "canceled by the requester"
     assert view["progress"]["depth"] < 14
 
 
+@pytest.mark.usefixtures("clean_redis")
 def test_cancel_a_finished_analysis_is_a_conflict(
-    api: httpx.Client, clean_redis: redis.Redis, worker_pool: Callable[..., WorkerPool]
+    api: httpx.Client, worker_pool: Callable[..., WorkerPool]
 ) -> None:
     worker_pool(1)
     response = api.post("/v1/analyses", params={"wait": WAIT}, json=BODY)
@@ -103,7 +110,8 @@ def test_cancel_an_unknown_analysis_is_not_found(api: httpx.Client) -> None:
     assert response.json()["message"] == "'nope': no such job"
 
 
-def test_cancel_is_rate_limited_with_the_posts(redis_url: str, clean_redis: redis.Redis) -> None:
+@pytest.mark.usefixtures("clean_redis")
+def test_cancel_is_rate_limited_with_the_posts(redis_url: str) -> None:
     with (
         api_server_on(redis_url, env={"PLYBOT_API_RATE_LIMIT": "2"}) as server,
         server.client() as http,
@@ -111,7 +119,8 @@ def test_cancel_is_rate_limited_with_the_posts(redis_url: str, clean_redis: redi
         accepted = submit(http)
         assert http.delete(accepted["status_url"]).status_code == 200
         limited = http.delete(accepted["status_url"])
-        assert limited.status_code == 429 and int(limited.headers["Retry-After"]) > 0
+        assert limited.status_code == 429
+        assert int(limited.headers["Retry-After"]) > 0
 
 
 def test_openapi_documents_the_cancel(api: httpx.Client) -> None:

@@ -52,7 +52,7 @@ def server(own_redis: RedisServer) -> Iterator[ApiServer]:
 
 
 @pytest.fixture
-def http(server: ApiServer, own_redis: RedisServer, request: pytest.FixtureRequest):
+def http(server: ApiServer, own_redis: RedisServer):
     """A client with an API key of its own: each test has its own rate-limit budget."""
     if not own_redis.running:
         own_redis.start()
@@ -150,22 +150,28 @@ def test_unknown_ids(http: httpx.Client) -> None:
         assert r.status_code == 404, path
         assert "no such" in r.json()["message"]
     r = http.post("/v1/games/nope/moves", json={"move": "4"})
-    assert r.status_code == 404 and r.json()["message"] == "'nope': no such game"
+    assert r.status_code == 404
+    assert r.json()["message"] == "'nope': no such game"
 
 
 def test_moves_out_of_turn_or_after_the_end(http: httpx.Client) -> None:
     # No workers here: the bot, moving first, is still thinking when the API answers.
     game = http.post("/v1/games", json={"game": "tictactoe", "first": "bot"}).json()
-    assert game["turn"] == "bot" and game["bot_thinking"] and game["legal_moves"] == []
+    assert game["turn"] == "bot"
+    assert game["bot_thinking"]
+    assert game["legal_moves"] == []
     r = http.post(f"/v1/games/{game['id']}/moves", json={"move": "5"})
     assert r.status_code == 409
-    assert "not your turn" in r.json()["message"] and "bot is thinking" in r.json()["message"]
+    assert "not your turn" in r.json()["message"]
+    assert "bot is thinking" in r.json()["message"]
 
     game = http.post("/v1/games", json={"game": "tictactoe", "first": "human"}).json()
     resigned = http.post(f"/v1/games/{game['id']}/resign")
-    assert resigned.status_code == 200 and resigned.json()["result"] == "bot wins"
+    assert resigned.status_code == 200
+    assert resigned.json()["result"] == "bot wins"
     r = http.post(f"/v1/games/{game['id']}/moves", json={"move": "5"})
-    assert r.status_code == 409 and "is over (resigned)" in r.json()["message"]
+    assert r.status_code == 409
+    assert "is over (resigned)" in r.json()["message"]
 
 
 def test_body_size_limit(http: httpx.Client) -> None:
@@ -179,7 +185,8 @@ def test_body_size_limit(http: httpx.Client) -> None:
     # Without a Content-Length (chunked), cut off as soon as the limit is passed.
     chunks = (b"4" * 1000 for _ in range(100))
     r = http.post("/v1/analyses", content=chunks, headers={"Content-Type": "application/json"})
-    assert r.status_code == 413 and "beyond the limit of 2048" in r.json()["message"]
+    assert r.status_code == 413
+    assert "beyond the limit of 2048" in r.json()["message"]
 
 
 # -- 429 ------------------------------------------------------------------------------------

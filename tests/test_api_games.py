@@ -29,7 +29,8 @@ def check_state(game: dict[str, Any]) -> None:
     assert game["moves"] == [position.move_name(m) for m in _replay(game)]
     outcome = position.outcome()
     if outcome is None:
-        assert game["status"] == "ongoing" and game["result"] is None
+        assert game["status"] == "ongoing"
+        assert game["result"] is None
         humans_turn = (position.side_to_move == 0) == (game["first"] == "human")
         assert game["turn"] == ("human" if humans_turn else "bot")
         if humans_turn:
@@ -37,7 +38,8 @@ def check_state(game: dict[str, Any]) -> None:
                 position.move_name(m) for m in position.legal_moves()
             )
     else:
-        assert game["turn"] is None and game["legal_moves"] == []
+        assert game["turn"] is None
+        assert game["legal_moves"] == []
         if outcome.winner is None:
             assert (game["status"], game["winner"], game["result"]) == ("drawn", None, "draw")
         else:
@@ -70,10 +72,13 @@ def play_to_the_end(http: httpx.Client, game: dict[str, Any]) -> dict[str, Any]:
         check_state(game)
         assert game["moves"][before] == move
         if reply is None:  # my move ended the game
-            assert game["status"] != "ongoing" and len(game["moves"]) == before + 1
+            assert game["status"] != "ongoing"
+            assert len(game["moves"]) == before + 1
         else:
-            assert len(game["moves"]) == before + 2 and game["moves"][-1] == reply["move"]
-            assert reply["ply"] == before + 1 and reply["worker"]
+            assert len(game["moves"]) == before + 2
+            assert game["moves"][-1] == reply["move"]
+            assert reply["ply"] == before + 1
+            assert reply["worker"]
             assert game["last_bot_move"] == reply
     return game
 
@@ -94,15 +99,18 @@ def test_connect_four_against_the_bot_to_the_end(http: httpx.Client) -> None:
     assert game["status"] in ("won", "drawn")
     assert http.get(f"/v1/games/{game['id']}").json() == game
     r = http.post(f"/v1/games/{game['id']}/moves", json={"move": "1"})
-    assert r.status_code == 409 and "is over" in r.json()["message"]
+    assert r.status_code == 409
+    assert "is over" in r.json()["message"]
 
 
 def test_take_back_a_move_against_the_bot(http: httpx.Client) -> None:
     game = http.post("/v1/games", json={"game": "connect4", "level": "easy"}).json()
     r = http.post(f"/v1/games/{game['id']}/takeback")
-    assert r.status_code == 409 and "no move to take back" in r.json()["message"]
+    assert r.status_code == 409
+    assert "no move to take back" in r.json()["message"]
     r = http.post(f"/v1/games/{game['id']}/moves", json={"move": "4"})
-    assert r.status_code == 200 and r.json()["reply"] is not None
+    assert r.status_code == 200
+    assert r.json()["reply"] is not None
     r = http.post(f"/v1/games/{game['id']}/takeback")
     assert r.status_code == 200, r.text
     back = r.json()
@@ -117,7 +125,9 @@ def test_perfect_bot_moving_first_never_loses_tictactoe(http: httpx.Client) -> N
     assert r.status_code == 201
     game = r.json()
     # The bot's first move was asked for and played before the answer.
-    assert game["first"] == "bot" and len(game["moves"]) == 1 and game["turn"] == "human"
+    assert game["first"] == "bot"
+    assert len(game["moves"]) == 1
+    assert game["turn"] == "human"
     assert game["last_bot_move"]["move"] == game["moves"][0]
     check_state(game)
     game = play_to_the_end(http, game)
@@ -141,7 +151,8 @@ def test_games_and_callbacks_survive_a_restart_of_the_api(api_service: ApiServer
         moved = http.post(f"/v1/games/{game['id']}/moves?wait=0", json={"move": "4"}).json()
         # Mostly in flight; a worker may have answered already (no timing is assumed).
         if moved["reply"] is None:
-            assert moved["game"]["turn"] == "bot" and moved["game"]["bot_thinking"] is True
+            assert moved["game"]["turn"] == "bot"
+            assert moved["game"]["bot_thinking"] is True
         # An analysis that is still running when the API stops, to be called back.
         body = {"game": "connect4", "position": "1", "mode": "time", "time_ms": 1500}
         analysis = http.post("/v1/analyses", json={**body, "callback_url": hook.url}).json()
@@ -149,13 +160,17 @@ def test_games_and_callbacks_survive_a_restart_of_the_api(api_service: ApiServer
         api_service.restart()
 
         after = wait_for_moves(http, game["id"], 2)
-        assert after["moves"][0] == "4" and len(after["moves"]) == 2
-        assert after["turn"] == "human" and after["created_at"] == game["created_at"]
+        assert after["moves"][0] == "4"
+        assert len(after["moves"]) == 2
+        assert after["turn"] == "human"
+        assert after["created_at"] == game["created_at"]
         check_state(after)
         move = next(c for c in "123456789" if c in after["legal_moves"])
         r = http.post(f"/v1/games/{game['id']}/moves", json={"move": move})
-        assert r.status_code == 200 and r.json()["game"]["moves"][2] == move
+        assert r.status_code == 200
+        assert r.json()["game"]["moves"][2] == move
 
         hook.wait_for(1, timeout=300)  # a state, not a duration: the bound only ends a hang
         _, delivered = hook.requests[0]
-        assert delivered["id"] == analysis["id"] and delivered["status"] == "done"
+        assert delivered["id"] == analysis["id"]
+        assert delivered["status"] == "done"

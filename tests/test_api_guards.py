@@ -104,7 +104,8 @@ def test_lone_surrogates_and_undecodable_bodies_get_a_clear_4xx(
             content='{"move":"4\\ud800"}',
             headers={"Content-Type": "application/json"},
         )
-        assert r.status_code == 422 and r.json()["message"].startswith("move: \\ud800 at index 1")
+        assert r.status_code == 422
+        assert r.json()["message"].startswith("move: \\ud800 at index 1")
 
         r = http.post(
             "/v1/analyses",
@@ -125,8 +126,9 @@ def test_lone_surrogates_and_undecodable_bodies_get_a_clear_4xx(
 # -- API keys and X-Forwarded-For: the rate limit cannot be escaped ----------------------
 
 
+@pytest.mark.usefixtures("fresh")
 def test_an_unknown_api_key_is_refused_and_new_headers_buy_no_new_budget(
-    server: ApiServer, fresh: redis.Redis, key: str
+    server: ApiServer, key: str
 ) -> None:
     body = {"position": "4", "mode": "solve"}
     with server.client() as http:
@@ -176,9 +178,8 @@ def test_x_forwarded_for_is_believed_from_a_trusted_proxy_only(own_redis: RedisS
 # -- caps on open streams and long polls ----------------------------------------------
 
 
-def test_streams_and_long_polls_are_capped_per_client_and_in_all(
-    server: ApiServer, fresh: redis.Redis
-) -> None:
+@pytest.mark.usefixtures("fresh")
+def test_streams_and_long_polls_are_capped_per_client_and_in_all(server: ApiServer) -> None:
     a, b = KEYS[0], KEYS[1]
     with server.client(headers={"X-API-Key": a}) as http:
         job = http.post("/v1/analyses", json={"position": "4453", "mode": "solve"}).json()
@@ -192,7 +193,8 @@ def test_streams_and_long_polls_are_capped_per_client_and_in_all(
         # No workers: the job stays queued, the streams stay open (200 = slot held).
         assert first.status_code == second.status_code == 200
         third = client_a.get(events)
-        assert third.status_code == 429 and third.headers["Retry-After"] == "5"
+        assert third.status_code == 429
+        assert third.headers["Retry-After"] == "5"
         assert (
             "too many open event streams and long polls for this client: 2"
             in (third.json()["message"])
@@ -202,7 +204,8 @@ def test_streams_and_long_polls_are_capped_per_client_and_in_all(
         with client_b.stream("GET", events) as other:
             assert other.status_code == 200  # 3 open in all: the process's cap
             full = client_b.get(f"/v1/analyses/{job['id']}?wait=20")
-            assert full.status_code == 503 and full.headers["Retry-After"] == "5"
+            assert full.status_code == 503
+            assert full.headers["Retry-After"] == "5"
             assert (
                 "holds its limit of 3 open event streams and long polls" in (full.json()["message"])
             )
@@ -212,15 +215,15 @@ def test_streams_and_long_polls_are_capped_per_client_and_in_all(
     with server.client(headers={"X-API-Key": b}) as client_b:
         deadline = time.monotonic() + 30
         while (r := client_b.get(f"/v1/analyses/{job['id']}?wait=0.05")).status_code != 200:
-            assert r.status_code in (429, 503) and time.monotonic() < deadline, r.text
+            assert r.status_code in (429, 503), r.text
+            assert time.monotonic() < deadline, r.text
 
 
 # -- caps on queued work --------------------------------------------------------------
 
 
-def test_queued_analyses_are_capped_per_client_and_in_all(
-    server: ApiServer, fresh: redis.Redis
-) -> None:
+@pytest.mark.usefixtures("fresh")
+def test_queued_analyses_are_capped_per_client_and_in_all(server: ApiServer) -> None:
     def post(http: httpx.Client, position: str) -> httpx.Response:
         return http.post("/v1/analyses", json={"position": position, "mode": "depth", "depth": 3})
 
@@ -231,7 +234,8 @@ def test_queued_analyses_are_capped_per_client_and_in_all(
     ):
         ids = [post(one, p).json()["id"] for p in ("1", "2", "3")]
         r = post(one, "4")
-        assert r.status_code == 429 and r.headers["Retry-After"] == "30"
+        assert r.status_code == 429
+        assert r.headers["Retry-After"] == "30"
         assert (
             "this client has 3 analyses queued or running, its limit is 3" in (r.json()["message"])
         )
@@ -241,7 +245,8 @@ def test_queued_analyses_are_capped_per_client_and_in_all(
         # 3 + 3 waiting on the queue: the service's cap of 6.
         assert [post(two, p).status_code for p in ("5", "6", "7")] == [202] * 3
         r = post(three, "11")
-        assert r.status_code == 503 and r.headers["Retry-After"] == "30"
+        assert r.status_code == 503
+        assert r.headers["Retry-After"] == "30"
         assert "the analysis queue is full (6 waiting, limit 6)" in r.json()["message"]
 
 
@@ -249,9 +254,8 @@ def test_queued_analyses_are_capped_per_client_and_in_all(
 
 
 @pytest.mark.serial
-def test_concurrency_200_over_streams_long_polls_and_posts_gives_no_5xx(
-    redis_url: str, workers: object
-) -> None:
+@pytest.mark.usefixtures("workers")
+def test_concurrency_200_over_streams_long_polls_and_posts_gives_no_5xx(redis_url: str) -> None:
     env = {"PLYBOT_API_KEYS": ",".join(KEYS)}
     with api_server_on(redis_url, env=env) as api:
         lanes = {i: {"X-API-Key": KEYS[i]} for i in range(200)}
@@ -305,7 +309,8 @@ def test_a_full_redis_gives_503_and_healthz_not_ok(
         fresh.config_set("maxmemory", str(int(fresh.info("memory")["used_memory"]) - 100_000))
         try:
             r = http.get("/healthz")
-            assert r.status_code == 503 and "Redis is full" in r.json()["message"], r.text
+            assert r.status_code == 503, r.text
+            assert "Redis is full" in r.json()["message"], r.text
             for method, path, body in [
                 ("POST", "/v1/analyses", {"position": "4", "mode": "solve"}),
                 ("POST", "/v1/games", {"game": "tictactoe"}),
@@ -360,9 +365,8 @@ def verify(secret: str, header: str, body: bytes, tolerance_s: int = 300) -> boo
     return fresh_enough and hmac.compare_digest(expected.hexdigest(), fields["v1"])
 
 
-def test_webhooks_are_signed_and_capped_per_host(
-    server: ApiServer, own_redis: RedisServer, fresh: redis.Redis
-) -> None:
+@pytest.mark.usefixtures("fresh")
+def test_webhooks_are_signed_and_capped_per_host(server: ApiServer, own_redis: RedisServer) -> None:
     # The module's API (2 POSTs at once per host) is the only one on this Redis.
     pool = WorkerPool(own_redis.url, 1)
     try:

@@ -33,7 +33,9 @@ def fake_sets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_names_and_finding(fake_sets: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert SETS[0] == "Test_L3_R1" and SETS[-1] == "Test_L1_R3" and len(SETS) == 6
+    assert SETS[0] == "Test_L3_R1"
+    assert SETS[-1] == "Test_L1_R3"
+    assert len(SETS) == 6
     assert set_name("l3_r1") == set_name("Test_L3_R1") == set_name("L3R1") == "Test_L3_R1"
     with pytest.raises(BenchmarkError, match="'L9_R9': unknown benchmark set"):
         set_name("L9_R9")
@@ -50,17 +52,20 @@ def test_names_and_finding(fake_sets: Path, monkeypatch: pytest.MonkeyPatch) -> 
         load_set("L3_R1")
 
 
-def test_run_set_reports_times_nodes_and_mismatches(fake_sets: Path) -> None:
+@pytest.mark.usefixtures("fake_sets")
+def test_run_set_reports_times_nodes_and_mismatches() -> None:
     seen = []
     report = run_set(
         Solver(table_bytes=1 << 20),
         "L3_R1",
         on_progress=lambda r, total: seen.append((r.positions, total)),
     )
-    assert report.positions == 3 and report.matches == 2
+    assert report.positions == 3
+    assert report.matches == 2
     [wrong] = report.mismatches
     assert (wrong.line, wrong.moves, wrong.expected, wrong.got) == (3, "2531276566711153", 3, 2)
-    assert all(s > 0 for s in report.seconds) and all(n > 0 for n in report.nodes[1:])
+    assert all(s > 0 for s in report.seconds)
+    assert all(n > 0 for n in report.nodes[1:])
     # The mean and median are the statistics of the measured times (no order between them holds).
     assert report.mean == pytest.approx(statistics.fmean(report.seconds))
     assert report.median == pytest.approx(statistics.median(report.seconds))
@@ -68,7 +73,8 @@ def test_run_set_reports_times_nodes_and_mismatches(fake_sets: Path) -> None:
     assert seen[-1] == (3, 3)
 
 
-def test_the_command_fails_on_a_mismatch_naming_the_line(fake_sets, capsys) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.usefixtures("fake_sets")
+def test_the_command_fails_on_a_mismatch_naming_the_line(capsys) -> None:  # type: ignore[no-untyped-def]
     assert main(["L3_R1", "--table-mb", "4"]) == 1
     out, err = capsys.readouterr()
     assert "plybot bench: Test_L3_R1 line 3: '2531276566711153': solved 2, expected 3" in err
@@ -76,10 +82,12 @@ def test_the_command_fails_on_a_mismatch_naming_the_line(fake_sets, capsys) -> N
     header, _rule, row = out.splitlines()[1:4]
     assert header.split()[:3] == ["set", "positions", "exact"]
     assert row.split()[:3] == ["Test_L3_R1", "3", "2"]
-    assert "C++ mean" in header and row.endswith("x")
+    assert "C++ mean" in header
+    assert row.endswith("x")
 
 
-def test_the_command_rejects_bad_arguments(fake_sets, capsys) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.usefixtures("fake_sets")
+def test_the_command_rejects_bad_arguments(capsys) -> None:  # type: ignore[no-untyped-def]
     assert main(["L9"]) == 2
     assert main(["L3_R1", "--limit", "0"]) == 2
     err = capsys.readouterr().err.splitlines()
@@ -97,7 +105,8 @@ def test_format_seconds() -> None:
 
 
 @pytest.mark.benchmarks
-def test_the_real_sets_run_clean(benchmarks_dir: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.usefixtures("benchmarks_dir")
+def test_the_real_sets_run_clean(capsys) -> None:  # type: ignore[no-untyped-def]
     assert main(["L3_R1", "L2_R1", "--limit", "50"]) == 0
     out = capsys.readouterr().out
     rows = [line.split() for line in out.splitlines()[3:]]
@@ -115,8 +124,10 @@ def test_games_perfect_against_a_level(capsys) -> None:  # type: ignore[no-untyp
         "perfect vs easy, 1 games, 2 s a move: won 1, drawn 0, lost 0; "
         "worse than its first exact score said: 0"
     )
-    assert out[1].startswith("perfect's moves: ") and ", not exact 0; median " in out[1]
-    assert out[2].split() == ["ply", "moves", "median", "max"] and out[3].split()[:2] == ["0", "1"]
+    assert out[1].startswith("perfect's moves: ")
+    assert ", not exact 0; median " in out[1]
+    assert out[2].split() == ["ply", "moves", "median", "max"]
+    assert out[3].split()[:2] == ["0", "1"]
     assert main(["--games", "0"]) == 2
     assert main(["--games", "1", "--opponent", "grandmaster"]) == 2
     assert capsys.readouterr().err.splitlines() == [
@@ -132,5 +143,7 @@ def test_games_against_random_moves_and_from_random_starts() -> None:
     # Starts drawn from plies 0..1: the book answers to ply 8, past it some moves may meet
     # the deadline; whatever perfect's first exact score promised, it keeps.
     report = play_games(4, "random", move_s=1.0, start_ply=1)
-    assert report.games == 4 and report.start_ply == 1 and report.worse_than_start == 0
+    assert report.games == 4
+    assert report.start_ply == 1
+    assert report.worse_than_start == 0
     assert report.won + report.drawn + report.lost == 4

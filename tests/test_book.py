@@ -71,8 +71,10 @@ def test_text_lines_round_trip_and_bad_lines_are_quoted() -> None:
         with pytest.raises(BookError) as caught:
             parse(f"- 1 4\n{bad}\n")
         assert str(caught.value).startswith(f"'{bad}': "), str(caught.value)
-        assert why in str(caught.value) and str(caught.value).endswith("(book line 2)")
-        assert isinstance(caught.value, PlybotError) and isinstance(caught.value, ValueError)
+        assert why in str(caught.value)
+        assert str(caught.value).endswith("(book line 2)")
+        assert isinstance(caught.value, PlybotError)
+        assert isinstance(caught.value, ValueError)
 
 
 def test_layer_holds_each_position_needing_a_search_once() -> None:
@@ -99,7 +101,8 @@ def test_complete_book_is_exact_by_another_algorithm() -> None:
         if position.ply < 7:
             continue
         exact = search(position, SearchLimits(), all_moves=True)
-        assert exact.decided and exact.moves is not None
+        assert exact.decided
+        assert exact.moves is not None
         assert exact.score == line.score, line
         assert exact.moves[line.best] == line.score, line
         checked += 1
@@ -115,7 +118,8 @@ def test_small_book_is_complete_and_agrees_with_a_fresh_solver(small_book: Openi
     sample = random.Random(1).sample(list(small_book.positions()), 300)
     for position, score, best in sample:
         fresh = Solver(*SMALL, table_bytes=1 << 20).analyze(position)
-        assert fresh.score == score and fresh.moves is not None, position.notation()
+        assert fresh.score == score, position.notation()
+        assert fresh.moves is not None, position.notation()
         assert fresh.moves[best] == score, position.notation()
 
 
@@ -125,7 +129,9 @@ def test_book_file_round_trips_and_loads_fast(small_book: OpeningBook, tmp_path:
     header = len(path.read_bytes().split(b"\n", 1)[0]) + 1
     assert path.stat().st_size - header < 3 * len(small_book)  # the arrays take 10 bytes each
     loaded = OpeningBook.load(path)
-    assert loaded.variant == "5x4" and loaded.complete == 8 and len(loaded) == len(small_book)
+    assert loaded.variant == "5x4"
+    assert loaded.complete == 8
+    assert len(loaded) == len(small_book)
     assert np.array_equal(loaded.keys, small_book.keys)
     assert np.array_equal(loaded.scores, small_book.scores)
     assert np.array_equal(loaded.best, small_book.best)
@@ -148,7 +154,8 @@ def test_book_file_round_trips_and_loads_fast(small_book: OpeningBook, tmp_path:
 def test_keys_decode_to_positions(small_book: OpeningBook) -> None:
     for position, _score, _best in list(small_book.positions())[::97]:
         again = Connect4.from_key(int(position.key(), 16), *SMALL)
-        assert again.key() == position.key() and again.ply == position.ply
+        assert again.key() == position.key()
+        assert again.ply == position.ply
     with pytest.raises(PlybotError, match="no line of play"):
         Connect4.from_key(0b1111 + 0b1111, 7, 6)  # four stones of one side in a column
 
@@ -156,7 +163,8 @@ def test_keys_decode_to_positions(small_book: OpeningBook) -> None:
 def test_mirror_image_gets_the_mirrored_move(small_book: OpeningBook) -> None:
     found = small_book.lookup(Connect4.parse("1", "5x4"))
     mirrored = small_book.lookup(Connect4.parse("5", "5x4"))
-    assert found is not None and mirrored is not None
+    assert found is not None
+    assert mirrored is not None
     assert mirrored == (found[0], 4 - found[1])
 
 
@@ -164,15 +172,21 @@ def test_solver_answers_book_positions_without_search(small_book: OpeningBook) -
     solver = Solver(*SMALL, table_bytes=1 << 20, book=small_book)
     for position, score, best in list(small_book.positions())[:10]:
         result = solver.solve(position)
-        assert result.complete and result.cache_hit and result.nodes == 0
-        assert result.score == score and result.best_move is not None
+        assert result.complete
+        assert result.cache_hit
+        assert result.nodes == 0
+        assert result.score == score
+        assert result.best_move is not None
         assert played(position, result.best_move).key() == played(position, best).key()
     # Outside the book the solver searches, and is as exact as without one.
     outside = Connect4.parse("1155234213", "5x4")
-    assert outside.ply > small_book.complete and outside not in small_book
+    assert outside.ply > small_book.complete
+    assert outside not in small_book
     plain = Solver(*SMALL, table_bytes=1 << 20).solve(outside)
     result = solver.solve(outside)
-    assert not result.cache_hit and result.nodes > 0 and result.score == plain.score
+    assert not result.cache_hit
+    assert result.nodes > 0
+    assert result.score == plain.score
 
 
 def test_tiered_reads_the_book_first_and_writes_behind_it(small_book: OpeningBook) -> None:
@@ -184,8 +198,11 @@ def test_tiered_reads_the_book_first_and_writes_behind_it(small_book: OpeningBoo
     tiered.put_many("connect4", "5x4", [(elsewhere, stored)])
     assert behind.entries == {("connect4", "5x4", elsewhere): stored}
     found = tiered.get_many("connect4", "5x4", [in_book, elsewhere, "ffff", "not hex"])
-    assert found[0] is not None and found[0].exact and found[1] == stored
-    assert found[2] is None and found[3] is None
+    assert found[0] is not None
+    assert found[0].exact
+    assert found[1] == stored
+    assert found[2] is None
+    assert found[3] is None
     assert behind.reads == 3  # the book's key was not asked of the cache behind it
     assert small_book.get_many("connect4", "7x6", [in_book]) == [None]  # another board
 
@@ -205,7 +222,8 @@ def test_shipped_book_is_compact_and_loads_fast() -> None:
     _seconds, grown_kb = out.stdout.split()
     assert int(grown_kb) <= 30 * 1024  # what loading the book adds to a process (numpy included)
     book = shipped_book()
-    assert book is not None and shipped_book(6, 5) is None  # no book for other boards
+    assert book is not None
+    assert shipped_book(6, 5) is None
     empty = book.lookup(Connect4())
     # The first player wins with the last stone: the best the second player can do is
     # a loss at the first player's 21st stone, so the empty board scores 22 - 21 = 1.

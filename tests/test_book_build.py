@@ -134,7 +134,8 @@ def test_workers_build_a_book_through_a_killed_builder_and_worker(
         [PLYBOT, "book", "verify", "--book", str(out), "--sample", "0"],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
-    assert checked.returncode == 1 and "from its children" in checked.stdout
+    assert checked.returncode == 1
+    assert "from its children" in checked.stdout
 
 
 def test_a_chunk_gives_way_to_a_bot_move(
@@ -156,7 +157,8 @@ def test_a_chunk_gives_way_to_a_bot_move(
             move = await client.move(MoveRequest(position="44", level="perfect"), timeout=120)
             assert move.move
             state = await client.wait(chunk_id, timeout=120)
-            assert state.status == "done" and state.result is not None
+            assert state.status == "done"
+            assert state.result is not None
             assert state.result.complete is False  # type: ignore[union-attr]
             lines = state.result.lines  # type: ignore[union-attr]
             assert 0 < len(lines) < len(notations)
@@ -164,7 +166,8 @@ def test_a_chunk_gives_way_to_a_bot_move(
             # Kept for a builder that was not there, apart from a complete chunk's entry.
             build = keys.book_results("7x6", 12, len(notations))
             partial = clean_redis.hget(build, f"0:{chunk_id}")
-            assert partial is not None and json.loads(partial) == lines
+            assert partial is not None
+            assert json.loads(partial) == lines
 
     asyncio.run(go())
 
@@ -177,8 +180,9 @@ def _playable(notation: str) -> bool:
     return position.outcome() is None and not position.winning_moves()
 
 
+@pytest.mark.usefixtures("redis_url")
 def test_the_book_table_is_budgeted_on_top_of_the_worker_memory(
-    clean_redis: redis.Redis, redis_url: str, worker_pool
+    clean_redis: redis.Redis, worker_pool
 ) -> None:  # type: ignore[no-untyped-def]
     # A 512 MB book table (about half of it touched once made) in a worker whose own budget is
     # 600 MB: counted against that budget alone, the worker would make way after every chunk
@@ -196,6 +200,7 @@ def test_the_book_table_is_budgeted_on_top_of_the_worker_memory(
     ]
     for job_id in job_ids:
         state = wait_for(lambda j=job_id: (s := store.state(j)) is not None and s.finished and s)
-        assert state.status == "done" and state.result is not None, state.error
+        assert state.status == "done", state.error
+        assert state.result is not None, state.error
         assert state.result.worker == name, (state.result.worker, name)
     assert set(pool.workers()) == {name}

@@ -42,8 +42,9 @@ def scores(text: str) -> tuple[int, dict[int, int]]:
     return moves[move], moves
 
 
+@pytest.mark.usefixtures("workers")
 def test_analyze_benchmark_positions_gives_their_exact_scores(
-    redis_url: str, workers: object, discord_world: DiscordWorld, benchmarks_dir: Path
+    redis_url: str, discord_world: DiscordWorld, benchmarks_dir: Path
 ) -> None:
     world = discord_world
     settings = make_settings(redis_url, cooldown_s=0)
@@ -67,7 +68,8 @@ def test_analyze_benchmark_positions_gives_their_exact_scores(
             assert best == expected, text
             assert max(moves.values()) == expected, text
             assert "Solved exactly in" in text
-            assert "nodes" not in text and "cache" not in text  # no jargon
+            assert "nodes" not in text
+            assert "cache" not in text
         # Each move's score is the negated exact score of the position it leads to.
         position, _ = cases[0]
         _, moves = scores(texts[0])
@@ -84,8 +86,9 @@ def test_analyze_benchmark_positions_gives_their_exact_scores(
     run_with_bot(world, settings, redis_url, scenario)
 
 
+@pytest.mark.usefixtures("workers")
 def test_analyze_tictactoe_from_the_start_is_a_draw_whatever_the_move(
-    redis_url: str, workers: object, discord_world: DiscordWorld
+    redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -96,14 +99,16 @@ def test_analyze_tictactoe_from_the_start_is_a_draw_whatever_the_move(
         text = reply(done)
         assert "Tic-tac-toe at the start, ❌ to move:" in text
         best, moves = scores(text)
-        assert best == 0 and moves == dict.fromkeys(range(1, 10), 0)
+        assert best == 0
+        assert moves == dict.fromkeys(range(1, 10), 0)
         assert re.search(r"\*\*Best move \d\*\*: a draw with best play\.", text)
 
     run_with_bot(world, make_settings(redis_url, cooldown_s=0), redis_url, scenario)
 
 
+@pytest.mark.usefixtures("workers")
 def test_analyze_cooldown_per_user_and_bad_positions_refused_without_spending_it(
-    redis_url: str, workers: object, discord_world: DiscordWorld
+    redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 

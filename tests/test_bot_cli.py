@@ -48,7 +48,7 @@ def all_logs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     old_level, old_handlers = root.level, list(root.handlers)
     real_setup = cli.setup_logging
 
-    def setup(level: str, secrets: list[str]) -> None:
+    def setup(_level: str, secrets: list[str]) -> None:
         real_setup("DEBUG", secrets)
         keep = _ListHandler(lines)
         keep.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
@@ -118,7 +118,8 @@ def test_redaction_filter_scrubs_messages_arguments_and_tracebacks() -> None:
     assert redact.filter(record)
     text = logging.Formatter().format(record)
     assert TOKEN not in text
-    assert "token [redacted] here" in text and "bad [redacted]" in text
+    assert "token [redacted] here" in text
+    assert "bad [redacted]" in text
 
 
 @pytest.mark.redis
@@ -160,7 +161,8 @@ def test_login_syncs_the_slash_commands_to_the_dev_guild_or_globally_once(
     assert [r for r in fake_discord_api.requests if r[0] == "PUT"] == []
     options = {o["name"]: o for o in commands["connect4"]["options"]}
     assert list(options) == ["opponent", "level", "first", "position"]
-    assert options["opponent"]["type"] == 6 and not options["opponent"].get("required")  # USER
+    assert options["opponent"]["type"] == 6
+    assert not options["opponent"].get("required")
     assert [c["value"] for c in options["level"]["choices"]] == [
         "easy",
         "medium",
@@ -169,11 +171,13 @@ def test_login_syncs_the_slash_commands_to_the_dev_guild_or_globally_once(
     ]
     assert options["position"]["max_length"] == 42
     tictactoe = {o["name"]: o for o in commands["tictactoe"]["options"]}
-    assert list(tictactoe) == list(options) and tictactoe["position"]["max_length"] == 9
+    assert list(tictactoe) == list(options)
+    assert tictactoe["position"]["max_length"] == 9
     for name in ("opponent", "level", "first"):  # the same options, described alike
         assert tictactoe[name]["description"] == options[name]["description"] != ""
     analyze = {o["name"]: o for o in commands["analyze"]["options"]}
-    assert analyze["game"]["required"] and not analyze["position"].get("required")
+    assert analyze["game"]["required"]
+    assert not analyze["position"].get("required")
     # Descriptions in French too (from bot/strings.py); names as they are, in every language.
     assert commands["connect4"]["description"] == (
         "Play Connect Four against plybot, or challenge someone."
@@ -209,7 +213,8 @@ def test_sigterm_closes_a_connected_bot_gracefully_with_exit_0(
     threading.Thread(target=stop_once_connected, daemon=True).start()
     assert cli.main([]) == 0
     session = gateway.sessions[0]
-    assert session.identify is not None and session.identify["intents"] == 1  # guilds only
+    assert session.identify is not None
+    assert session.identify["intents"] == 1
     assert session.closed.wait(10)  # the bot closed its session itself...
     assert len(gateway.sessions) == 1  # ...and did not reconnect
     assert any("SIGTERM: closing gracefully" in line for line in all_logs)

@@ -52,8 +52,9 @@ def posts(world: DiscordWorld) -> list[FakeMessage]:
     return [m for m in world.in_channel(CHANNEL) if m.embed is None]
 
 
+@pytest.mark.usefixtures("workers")
 def test_challenge_played_to_a_win_marks_the_four_pings_each_turn_then_a_rematch(
-    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+    settings: Settings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -70,7 +71,8 @@ def test_challenge_played_to_a_win_marks_the_four_pings_each_turn_then_a_rematch
             bot, "connect4", alice, guild_id=GUILD, channel_id=CHANNEL, opponent=bob
         )
         board = start.original
-        assert board is not None and board.pinged == [bob.id]  # the challenge pings Bob only
+        assert board is not None
+        assert board.pinged == [bob.id]
         await world.press(bot, bob, board, "Accept")
         assert "or forfeit." in board.text  # the deadline, on the board
         assert board.picture is not None
@@ -93,7 +95,8 @@ def test_challenge_played_to_a_win_marks_the_four_pings_each_turn_then_a_rematch
         for row in range(4):  # the winning four, joined by the line through their centres
             assert pixel(png, centre(position, 0, row)) == RIM
         result = posts(world)[-1]
-        assert result.content is not None and " beat " in result.content
+        assert result.content is not None
+        assert " beat " in result.content
         assert result.pinged == []
         assert [b.label for b in board.buttons()] == ["Rematch"]
 
@@ -101,7 +104,8 @@ def test_challenge_played_to_a_win_marks_the_four_pings_each_turn_then_a_rematch
         assert stranger.ephemeral == ["Only its players can ask for a rematch."]
         rematch = await world.press(bot, bob, board, "Rematch")
         challenge = rematch.original
-        assert challenge is not None and challenge is not board
+        assert challenge is not None
+        assert challenge is not board
         # Bob moved second; in the rematch he moves first, and Alice is asked to accept.
         assert f"{bob.mention} challenges {alice.mention} to Connect Four." in challenge.text
         assert f"🔴 {bob.mention} moves first." in challenge.text
@@ -112,8 +116,9 @@ def test_challenge_played_to_a_win_marks_the_four_pings_each_turn_then_a_rematch
     run_with_bot(world, settings, redis_url, scenario)
 
 
+@pytest.mark.usefixtures("workers")
 def test_against_plybot_resign_button_rematch_and_no_pings(
-    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+    settings: Settings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -124,7 +129,8 @@ def test_against_plybot_resign_button_rematch_and_no_pings(
             bot, "tictactoe", alice, guild_id=GUILD, channel_id=CHANNEL, level="easy"
         )
         board = start.original
-        assert board is not None and board.pinged == []
+        assert board is not None
+        assert board.pinged == []
         await world.press(bot, alice, board, "5")
         await cog.idle()
         assert posts(world) == []  # no "your turn" message against plybot
@@ -141,7 +147,8 @@ def test_against_plybot_resign_button_rematch_and_no_pings(
         assert all(b.disabled for b in board.buttons() if (b.label or "").isdigit())
         again = await world.press(bot, alice, board, "Rematch")
         second = again.original
-        assert second is not None and second is not board
+        assert second is not None
+        assert second is not board
         # Alice moved first last time: now plybot does, at the same level, at once.
         assert f"❌ X: plybot (easy) vs ⭕ O: {alice.mention}" in second.text
         await cog.idle()
@@ -154,8 +161,9 @@ def test_against_plybot_resign_button_rematch_and_no_pings(
     run_with_bot(world, settings, redis_url, scenario)
 
 
+@pytest.mark.usefixtures("workers")
 def test_board_command_posts_the_game_again_and_the_new_message_is_the_one_kept(
-    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+    settings: Settings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -169,7 +177,9 @@ def test_board_command_posts_the_game_again_and_the_new_message_is_the_one_kept(
         assert old is not None
         back = await world.slash(bot, "board", alice, guild_id=GUILD, channel_id=CHANNEL)
         new = back.original
-        assert new is not None and new is not old and new.picture is not None
+        assert new is not None
+        assert new is not old
+        assert new.picture is not None
         await world.press(bot, alice, new, "4")
         await cog.idle()
         assert f"Move 3 · 🔴 {alice.mention} to play" in new.text  # plybot answered there
@@ -177,8 +187,9 @@ def test_board_command_posts_the_game_again_and_the_new_message_is_the_one_kept(
     run_with_bot(world, settings, redis_url, scenario)
 
 
+@pytest.mark.usefixtures("workers")
 def test_a_channel_without_the_bots_permissions_is_refused_with_an_explanation(
-    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+    settings: Settings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
     world.permissions[CHANNEL] = discord.Permissions(view_channel=True, send_messages=True)
@@ -205,13 +216,15 @@ def test_a_channel_without_the_bots_permissions_is_refused_with_an_explanation(
         ]
         # Nothing was claimed: the same command works where the bot may post.
         ok = await world.slash(bot, "connect4", alice, guild_id=GUILD, channel_id=CHANNEL + 1)
-        assert ok.ephemeral == [] and ok.original is not None
+        assert ok.ephemeral == []
+        assert ok.original is not None
 
     run_with_bot(world, settings, redis_url, scenario)
 
 
+@pytest.mark.usefixtures("workers")
 def test_two_bot_processes_sharing_a_token_handle_each_interaction_once(
-    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+    settings: Settings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -257,13 +270,15 @@ def test_workers_down_is_said_at_once(
                 "plybot's engine is offline right now (no worker is running), so it cannot "
                 "play or analyse. Try again later; games between members still work."
             ]
-            assert done.answered_in is not None and done.answered_in < 3
+            assert done.answered_in is not None
+            assert done.answered_in < 3
 
     run_with_bot(world, lonely, empty, scenario)
 
 
+@pytest.mark.usefixtures("workers")
 def test_a_failing_button_and_a_failing_command_still_answer(
-    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+    settings: Settings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -288,8 +303,9 @@ def test_a_failing_button_and_a_failing_command_still_answer(
     run_with_bot(world, settings, redis_url, scenario)
 
 
+@pytest.mark.usefixtures("workers")
 def test_server_settings_are_changed_by_managers_only_and_apply_to_new_games(
-    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+    settings: Settings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -337,7 +353,8 @@ def test_server_settings_are_changed_by_managers_only_and_apply_to_new_games(
 
         start = await world.slash(bot, "tictactoe", alice, guild_id=GUILD, channel_id=CHANNEL)
         board = start.original
-        assert board is not None and f"❌ X: {alice.mention} vs ⭕ O: plybot (hard)" in board.text
+        assert board is not None
+        assert f"❌ X: {alice.mention} vs ⭕ O: plybot (hard)" in board.text
         await world.press(bot, alice, board, "5")
         await cog.idle()
         # The server's 5 minutes: a warning after 4, the forfeit after 5.
@@ -374,7 +391,7 @@ def test_a_redis_outage_is_logged_by_the_sweeper_in_one_line_without_a_traceback
     def skipped() -> list[logging.LogRecord]:
         return [r for r in caplog.records if "sweeper pass skipped" in r.getMessage()]
 
-    async def scenario(bot: Any) -> None:
+    async def scenario(_bot: Any) -> None:
         server.stop()
         async with asyncio.timeout(60):  # the state awaited: the sweeper noticed
             while len(skipped()) < 2:
@@ -391,8 +408,9 @@ def test_a_redis_outage_is_logged_by_the_sweeper_in_one_line_without_a_traceback
     assert not [r for r in ours if r.exc_info], "a traceback was logged for an expected outage"
 
 
+@pytest.mark.usefixtures("workers")
 def test_two_shards_each_get_only_their_own_guilds_interactions(
-    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+    settings: Settings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
     # Guild ids whose shard of 2 is 0 and 1 (Discord's (id >> 22) % shard_count).
@@ -418,7 +436,8 @@ def test_two_shards_each_get_only_their_own_guilds_interactions(
                     done = await world.slash(
                         bots[shard], "tictactoe", user, guild_id=guild, channel_id=guild + 1
                     )
-                    assert done.ephemeral == [] and done.original is not None
+                    assert done.ephemeral == []
+                    assert done.original is not None
             assert seen == {0: [even, even], 1: [odd, odd]}  # each its own guild's, only
             # Each session was told of its own guild only.
             assert [s.guilds for s in world.gateway.sessions] == [{even}, {odd}]
@@ -431,8 +450,9 @@ def test_two_shards_each_get_only_their_own_guilds_interactions(
     asyncio.run(scenario())
 
 
+@pytest.mark.usefixtures("workers")
 def test_a_game_outlives_the_interactions_15_minute_token(
-    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+    settings: Settings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 

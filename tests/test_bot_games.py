@@ -74,7 +74,8 @@ async def board_of(
     """``user`` runs ``/command`` in the test channel: the message it answers with (a
     board, or a challenge), never a refusal."""
     start = await world.slash(bot, command, user, guild_id=GUILD, channel_id=CHANNEL, **options)
-    assert start.ephemeral == [] and start.original is not None, start.ephemeral
+    assert start.ephemeral == [], start.ephemeral
+    assert start.original is not None, start.ephemeral
     return start.original
 
 
@@ -87,8 +88,9 @@ def announcements(world: DiscordWorld, channel: int = CHANNEL) -> list[str]:
 
 
 @pytest.mark.parametrize("level", ["easy", "medium", "hard", "perfect"])
+@pytest.mark.usefixtures("workers")
 def test_full_tictactoe_game_against_the_bot_at_each_level(
-    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld, level: str
+    settings: Settings, redis_url: str, discord_world: DiscordWorld, level: str
 ) -> None:
     world = discord_world
 
@@ -97,11 +99,13 @@ def test_full_tictactoe_game_against_the_bot_at_each_level(
         start = await world.slash(
             bot, "tictactoe", alice, guild_id=GUILD, channel_id=CHANNEL, level=level
         )
-        assert start.answer_kind == "message" and start.ephemeral == []
+        assert start.answer_kind == "message"
+        assert start.ephemeral == []
         board = start.original
         assert board is not None
         assert f"❌ X: {alice.mention} vs ⭕ O: plybot ({level})" in board.text
-        assert "Move 1 · ❌" in board.text and "to play" in board.text
+        assert "Move 1 · ❌" in board.text
+        assert "to play" in board.text
         await play_out(world, bot, alice, board)
         final = board.text
         assert "wins after" in final or "Draw after" in final, final
@@ -118,8 +122,9 @@ def test_full_tictactoe_game_against_the_bot_at_each_level(
     run_with_bot(world, settings, redis_url, scenario)
 
 
+@pytest.mark.usefixtures("workers")
 def test_bot_moves_first_when_asked_and_a_game_can_start_from_a_position(
-    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+    settings: Settings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -141,8 +146,9 @@ def test_bot_moves_first_when_asked_and_a_game_can_start_from_a_position(
 
 
 @pytest.mark.parametrize("level", ["easy", "medium", "hard", "perfect"])
+@pytest.mark.usefixtures("workers")
 def test_full_connect4_game_against_the_bot(
-    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld, level: str
+    settings: Settings, redis_url: str, discord_world: DiscordWorld, level: str
 ) -> None:
     world = discord_world
 
@@ -161,8 +167,9 @@ def test_full_connect4_game_against_the_bot(
     run_with_bot(world, settings, redis_url, scenario)
 
 
+@pytest.mark.usefixtures("workers")
 def test_resign_ends_the_game_and_counts_a_loss(
-    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+    settings: Settings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -188,8 +195,9 @@ def test_resign_ends_the_game_and_counts_a_loss(
 # -- between users ------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("workers")
 def test_challenge_accepted_and_played_to_the_end_moves_the_ratings(
-    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+    settings: Settings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -228,8 +236,9 @@ def test_challenge_accepted_and_played_to_the_end_moves_the_ratings(
     run_with_bot(world, settings, redis_url, scenario)
 
 
+@pytest.mark.usefixtures("workers")
 def test_challenge_declined_and_challenge_expired(
-    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+    settings: Settings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -252,7 +261,8 @@ def test_challenge_declined_and_challenge_expired(
             bot, "tictactoe", alice, guild_id=GUILD, channel_id=CHANNEL, opponent=bob
         )
         expiring = second.original
-        assert expiring is not None and expiring.buttons()
+        assert expiring is not None
+        assert expiring.buttons()
         await cog.sweep(now=time.time() + settings.bot_challenge_expiry_s - 5)
         assert expiring.buttons(), "swept before its time"
         await cog.sweep(now=time.time() + settings.bot_challenge_expiry_s + 1)
@@ -267,8 +277,9 @@ def test_challenge_declined_and_challenge_expired(
     run_with_bot(world, settings, redis_url, scenario)
 
 
+@pytest.mark.usefixtures("workers")
 def test_presses_out_of_turn_on_a_full_column_by_a_stranger_and_on_a_finished_game(
-    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+    settings: Settings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -298,8 +309,9 @@ def test_presses_out_of_turn_on_a_full_column_by_a_stranger_and_on_a_finished_ga
     run_with_bot(world, settings, redis_url, scenario)
 
 
+@pytest.mark.usefixtures("workers")
 def test_two_presses_racing_on_one_board_play_exactly_one_move(
-    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+    settings: Settings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -320,8 +332,9 @@ def test_two_presses_racing_on_one_board_play_exactly_one_move(
 # -- limits -------------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("workers")
 def test_one_game_per_user_per_channel_even_when_commands_race(
-    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+    settings: Settings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -369,8 +382,9 @@ def test_one_game_per_user_per_channel_even_when_commands_race(
     run_with_bot(world, settings, redis_url, scenario)
 
 
+@pytest.mark.usefixtures("workers")
 def test_concurrent_games_per_guild_are_capped(
-    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+    settings: Settings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
     capped = settings.model_copy(update={"bot_max_games_per_guild": 2})
@@ -396,8 +410,9 @@ def test_concurrent_games_per_guild_are_capped(
 # -- time and restarts ----------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("workers")
 def test_inactive_game_is_forfeited_with_a_message_in_the_channel(
-    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+    settings: Settings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -415,7 +430,8 @@ def test_inactive_game_is_forfeited_with_a_message_in_the_channel(
         await cog.sweep(now=time.time() + timeout - 5)
         assert board.buttons() == live, "forfeited before its time"
         warning = world.in_channel(CHANNEL)[-1]
-        assert warning.content is not None and warning.content.startswith(
+        assert warning.content is not None
+        assert warning.content.startswith(
             f"{alice.mention}, your Tic-tac-toe game is waiting for your move: you forfeit <t:"
         )
         assert warning.pinged == [alice.id]
@@ -441,8 +457,9 @@ def test_inactive_game_is_forfeited_with_a_message_in_the_channel(
     run_with_bot(world, settings, redis_url, scenario)
 
 
+@pytest.mark.usefixtures("workers")
 def test_bot_restarted_mid_game_resumes_with_the_same_buttons(
-    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+    settings: Settings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -464,7 +481,8 @@ def test_bot_restarted_mid_game_resumes_with_the_same_buttons(
             await world.until(lambda: held.waiting > 0, "the bot to show its move")
             first.drain_s = 0  # stopped at once, as by SIGKILL: the move is not waited for
             await stop_bot(first)
-        assert "Move 4" in board.text and "is thinking" in board.text
+        assert "Move 4" in board.text
+        assert "is thinking" in board.text
 
         second = await start_bot(world, settings, redis_url)  # a new process, same Redis
         await second.get_cog("Games").idle()  # the move the first one did not show is shown
@@ -479,8 +497,9 @@ def test_bot_restarted_mid_game_resumes_with_the_same_buttons(
     asyncio.run(scenario())
 
 
+@pytest.mark.usefixtures("workers")
 def test_a_stale_board_is_refused_and_redrawn(
-    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+    settings: Settings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -498,8 +517,9 @@ def test_a_stale_board_is_refused_and_redrawn(
     run_with_bot(world, settings, redis_url, scenario)
 
 
+@pytest.mark.usefixtures("workers")
 def test_restart_settles_games_that_ended_unsettled_and_frees_vanished_ones(
-    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+    settings: Settings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -528,8 +548,9 @@ def test_restart_settles_games_that_ended_unsettled_and_frees_vanished_ones(
     asyncio.run(scenario())
 
 
+@pytest.mark.usefixtures("workers")
 def test_pressing_while_the_bot_thinks_is_refused(
-    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+    settings: Settings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -557,8 +578,9 @@ def test_pressing_while_the_bot_thinks_is_refused(
     run_with_bot(world, settings, redis_url, scenario)
 
 
+@pytest.mark.usefixtures("workers")
 def test_a_bot_move_in_flight_when_the_bot_stopped_is_picked_up_on_start(
-    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+    settings: Settings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -588,7 +610,8 @@ def test_a_bot_move_in_flight_when_the_bot_stopped_is_picked_up_on_start(
             assert f"Move 3 · ❌ {alice.mention} to play" in board.text, board.text
             played = await service.games.get(game_id)
             done = await jobs.status(job_id)  # the very job asked for before the stop
-            assert done.status == "done" and done.result is not None
+            assert done.status == "done"
+            assert done.result is not None
             assert played.moves == ["5", done.result.move]
             await stop_bot(bot)
 

@@ -34,8 +34,9 @@ def posts(world: DiscordWorld, channel: int) -> list[FakeMessage]:
     return [m for m in world.in_channel(channel) if m.embed is None]
 
 
+@pytest.mark.usefixtures("workers")
 def test_a_french_server_sees_french_boards_while_each_user_reads_their_own_replies(
-    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+    settings: Settings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
     world.guild(FRENCH_GUILD, locale="fr")
@@ -47,7 +48,8 @@ def test_a_french_server_sees_french_boards_while_each_user_reads_their_own_repl
         amelie = world.user("amélie", locale="fr")
         start = await world.slash(bot, "connect4", alice, **where, opponent=bob)
         challenge = start.original
-        assert challenge is not None and challenge.embed is not None
+        assert challenge is not None
+        assert challenge.embed is not None
         assert challenge.embed.title == "Défi : Puissance 4"
         assert f"{alice.mention} lance un défi à {bob.mention} : Puissance 4." in challenge.text
         assert f"🔴 {alice.mention} joue en premier." in challenge.text
@@ -72,10 +74,10 @@ def test_a_french_server_sees_french_boards_while_each_user_reads_their_own_repl
             await cog.idle()
             other_player = bob if mover is alice else alice
             ping = posts(world, FRENCH_CHANNEL)[-1].content
-            assert ping is not None and ping.startswith(
-                f"{other_player.mention}, à vous de jouer (Puissance 4, coup "
-            )
-        assert board.embed is not None and board.embed.footer.text is not None
+            assert ping is not None
+            assert ping.startswith(f"{other_player.mention}, à vous de jouer (Puissance 4, coup ")
+        assert board.embed is not None
+        assert board.embed.footer.text is not None
         assert board.embed.footer.text.startswith("Dernier coup : colonne 2 · partie ")
         await world.press(bot, alice, board, "1")
         await cog.idle()
@@ -88,11 +90,13 @@ def test_a_french_server_sees_french_boards_while_each_user_reads_their_own_repl
         )
 
         analysed = await world.slash(bot, "analyze", alice, **where, game="tictactoe")
-        assert analysed.original is not None and analysed.ephemeral == []
+        assert analysed.original is not None
+        assert analysed.ephemeral == []
         text = analysed.original.text
         assert "Analyse · Morpion" in text
         assert "Morpion, position de départ, ❌ au trait :" in text
-        assert "nul avec le meilleur jeu." in text and "Résolu exactement en" in text
+        assert "nul avec le meilleur jeu." in text
+        assert "Résolu exactement en" in text
         refused = await world.slash(bot, "analyze", alice, **where, game="tictactoe", position="55")
         assert refused.ephemeral == ["Cannot analyse that position: '55': cell 5 is taken (move 2)"]
 
@@ -108,8 +112,9 @@ def test_a_french_server_sees_french_boards_while_each_user_reads_their_own_repl
     run_with_bot(world, settings, redis_url, scenario)
 
 
+@pytest.mark.usefixtures("workers")
 def test_an_english_server_sees_english_boards_while_a_french_user_reads_french_replies(
-    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+    settings: Settings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
     where = {"guild_id": ENGLISH_GUILD, "channel_id": ENGLISH_CHANNEL}
@@ -141,8 +146,9 @@ def test_an_english_server_sees_english_boards_while_a_french_user_reads_french_
     run_with_bot(world, settings, redis_url, scenario)
 
 
+@pytest.mark.usefixtures("workers")
 def test_the_servers_language_setting_rules_new_games_and_a_board_keeps_its_own(
-    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+    settings: Settings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
     where = {"guild_id": ENGLISH_GUILD, "channel_id": ENGLISH_CHANNEL}
@@ -161,7 +167,8 @@ def test_the_servers_language_setting_rules_new_games_and_a_board_keeps_its_own(
         # In French now, though the server's Discord locale is English.
         first = await world.slash(bot, "tictactoe", alice, **where, opponent=bob)
         game = first.original
-        assert game is not None and "lance un défi" in game.text
+        assert game is not None
+        assert "lance un défi" in game.text
         await world.press(bot, bob, game, "Accepter")
         assert f"❌ X : {alice.mention} contre ⭕ O : {bob.mention}" in game.text
 
@@ -195,8 +202,9 @@ def test_the_servers_language_setting_rules_new_games_and_a_board_keeps_its_own(
     run_with_bot(world, settings, redis_url, scenario)
 
 
+@pytest.mark.usefixtures("workers")
 def test_the_sweepers_expiries_and_warnings_speak_the_language_of_their_game(
-    settings: Settings, redis_url: str, workers: Any, discord_world: DiscordWorld
+    settings: Settings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
     world.guild(FRENCH_GUILD, locale="fr-FR")  # a regional locale: its language is shipped
@@ -216,7 +224,8 @@ def test_the_sweepers_expiries_and_warnings_speak_the_language_of_their_game(
         )
         played = await world.slash(bot, "tictactoe", carol, **where)
         board = played.original
-        assert board is not None and "Morpion" in board.text
+        assert board is not None
+        assert "Morpion" in board.text
         await world.press(bot, carol, board, "5")
         await cog.idle()
         timeout = settings.bot_inactivity_timeout_s

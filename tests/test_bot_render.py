@@ -114,7 +114,9 @@ def test_tictactoe_is_drawn_once_by_its_buttons() -> None:
     assert [b.style.name == "success" for b in final] == [
         True, True, True, False, False, False, False, False, False
     ]  # fmt: skip
-    assert final[2].label == "(X)" and final[0].label == "X" and final[3].label == "O"
+    assert final[2].label == "(X)"
+    assert final[0].label == "X"
+    assert final[3].label == "O"
 
 
 def test_seven_columns_make_two_rows_of_buttons_then_resign_and_full_columns_are_disabled() -> None:
@@ -209,7 +211,8 @@ def test_analysis_text_lists_every_move_best_first() -> None:
         "Solved exactly in 12 ms.",
     ]
     text = analysis_text(position, result)
-    assert "nodes" not in text and "cache" not in text
+    assert "nodes" not in text
+    assert "cache" not in text
     lost = result.model_copy(update={"score": -1, "best_move": "5", "pv": ["5"], "exact": False})
     assert analysis_text(position, lost).splitlines()[1] == (
         "**Best move 5**: unclear, looks better for 🟡."
@@ -245,7 +248,9 @@ def test_every_reply_exists_in_every_language_with_the_same_blanks() -> None:
         assert set(texts) == set(LANGUAGES), key
         blanks = [{f for _, f, _, _ in string.Formatter().parse(t) if f} for t in texts.values()]
         assert all(b == blanks[0] for b in blanks), key
-    assert language("fr") == "fr" and language("en-GB") == "en" and language("ja") == "en"
+    assert language("fr") == "fr"
+    assert language("en-GB") == "en"
+    assert language("ja") == "en"
     assert say("game_over", "fr") == "Cette partie est terminée."
     assert say("game_over", "ja") == "This game is over."  # not shipped: English
 
@@ -262,7 +267,8 @@ def test_every_key_the_bot_says_is_in_the_table() -> None:
     for source in root.glob("*.py"):
         text = source.read_text()
         said |= set(re.findall(r'(?:say|_t|notice)\(\s*"(\w+)"', text))
-    assert said and said <= set(STRINGS), sorted(said - set(STRINGS))
+    assert said, sorted(said - set(STRINGS))
+    assert said <= set(STRINGS), sorted(said - set(STRINGS))
     # Keys made from a value: every value they can take.
     for game in ("connect4", "tictactoe"):
         assert f"title_{game}" in STRINGS

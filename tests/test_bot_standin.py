@@ -58,7 +58,9 @@ def test_rest_rules_answer_with_discords_codes(discord_world: DiscordWorld) -> N
                 400, error(40060, "Interaction has already been acknowledged.")
             )  # fmt: skip
             edited = await call("PATCH", f"{hook}/messages/@original", {"content": "edited"}, {})
-            assert edited[0] == 200 and first.original and first.original.content == "edited"
+            assert edited[0] == 200
+            assert first.original
+            assert first.original.content == "edited"
             # Its token lives 15 minutes.
             world.advance(15 * 60 + 1)
             assert await call("PATCH", f"{hook}/messages/@original", {"content": "x"}, {}) == (
@@ -72,7 +74,8 @@ def test_rest_rules_answer_with_discords_codes(discord_world: DiscordWorld) -> N
             assert await call("POST", late_callback, {"type": 5}, {}) == (
                 404, error(10062, "Unknown interaction")
             )  # fmt: skip
-            assert late.answered_at is None and late.refused[0][0] == "late"
+            assert late.answered_at is None
+            assert late.refused[0][0] == "late"
 
             # Channel posts need the bot's permissions there.
             text = {"content": "hello"}
@@ -115,10 +118,12 @@ def test_gateway_refuses_a_wrong_token_with_4004(discord_world: DiscordWorld) ->
         await world.serve()
         async with aiohttp.ClientSession() as http, http.ws_connect(world.gateway.url) as ws:
             hello = await ws.receive_json()
-            assert hello["op"] == 10 and hello["d"]["heartbeat_interval"] > 0
+            assert hello["op"] == 10
+            assert hello["d"]["heartbeat_interval"] > 0
             await ws.send_json({"op": 2, "d": {"token": "wrong", "intents": 1, "properties": {}}})
             closed = await ws.receive()
-            assert closed.type is aiohttp.WSMsgType.CLOSE and closed.data == 4004
+            assert closed.type is aiohttp.WSMsgType.CLOSE
+            assert closed.data == 4004
         assert world.gateway.sessions == []
         await world.shutdown()
 
@@ -144,7 +149,8 @@ def test_a_session_asked_to_reconnect_resumes_and_keeps_answering(
             await world.until(lambda: session.resumes == 1 and session.connected, "a resume")
             assert len(world.gateway.sessions) == 1  # the same session, not a new one
             shown = await world.slash(bot, "help", world.user("alice"), guild_id=1, channel_id=2)
-            assert shown.answer_kind == "message" and len(shown.ephemeral) == 1
+            assert shown.answer_kind == "message"
+            assert len(shown.ephemeral) == 1
         finally:
             await stop_bot(bot)
 

@@ -42,7 +42,8 @@ def fields(out: str) -> dict[str, str]:
 
 def test_analyze_depth_prints_every_field(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_analyze(capsys, "4453", "--depth", "4", "--all")
-    assert code == 0 and err == ""
+    assert code == 0
+    assert err == ""
     assert "connect4 7x6, position '4453', the first player to move" in out
     assert Connect4.parse("4453").render() in out
     got = fields(out)
@@ -75,14 +76,17 @@ def test_analyze_tictactoe_solves_by_default(capsys: pytest.CaptureFixture[str])
 
 def test_analyze_time_budget(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_analyze(capsys, "1", "--game", "tictactoe", "--time-ms", "300")
-    assert code == 0 and fields(out)["score"] in ("0: draw", "+0 (heuristic)")
+    assert code == 0
+    assert fields(out)["score"] in ("0: draw", "+0 (heuristic)")
 
 
 def test_analyze_level(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_analyze(capsys, "1253", "--game", "tictactoe", "--level", "perfect")
     assert code == 0
     got = fields(out)
-    assert got["level"] == "perfect" and got["plays"] == "9" and got["score"] == "+3: win in 1"
+    assert got["level"] == "perfect"
+    assert got["plays"] == "9"
+    assert got["score"] == "+3: win in 1"
 
 
 @pytest.mark.parametrize(
@@ -114,7 +118,8 @@ def test_analyze_bad_input_is_one_line_and_exit_2(
     capsys: pytest.CaptureFixture[str], argv: list[str], message: str
 ) -> None:
     code, out, err = run_analyze(capsys, *argv)
-    assert code == 2 and out == ""
+    assert code == 2
+    assert out == ""
     assert err == message + "\n"
 
 
@@ -127,7 +132,8 @@ def test_analyze_as_a_process() -> None:
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    assert "best move" in done.stdout and "nodes/s" in done.stdout
+    assert "best move" in done.stdout
+    assert "nodes/s" in done.stdout
     bad = subprocess.run(
         [*PLYBOT, "analyze", "44448"], capture_output=True, text=True, cwd=ROOT, timeout=60
     )
@@ -154,7 +160,8 @@ def test_play_announces_a_win_for_the_player() -> None:
 
 def test_play_engine_wins_and_says_so() -> None:
     code, out = run_play(Connect4.parse("121213"), "", human=1)
-    assert code == 0 and out.rstrip().endswith("plybot wins.")
+    assert code == 0
+    assert out.rstrip().endswith("plybot wins.")
     assert "plybot plays 1" in out  # plybot is X here and completes column 1 at once
 
 
@@ -178,7 +185,8 @@ def test_play_full_tictactoe_game_against_perfect_is_a_draw_or_a_loss() -> None:
 
 def test_play_end_of_input_abandons_the_game() -> None:
     code, out = run_play(Connect4(), "4\n")
-    assert code == 0 and out.rstrip().endswith("No more input: game abandoned.")
+    assert code == 0
+    assert out.rstrip().endswith("No more input: game abandoned.")
 
 
 def test_play_as_a_process_with_piped_moves() -> None:
@@ -220,4 +228,6 @@ def test_play_bad_arguments(
     except SystemExit as exit_:
         code = int(exit_.code or 0)
     out, err = capsys.readouterr()
-    assert code == 2 and err == message + "\n" and out == ""
+    assert code == 2
+    assert err == message + "\n"
+    assert out == ""

@@ -27,7 +27,8 @@ def run(coro):  # type: ignore[no-untyped-def]
 # Tests without workers come first: the module-scoped `workers` start at their first use.
 
 
-def test_identical_analyses_in_flight_share_one_job(clean_redis, redis_url: str) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.usefixtures("clean_redis")
+def test_identical_analyses_in_flight_share_one_job(redis_url: str) -> None:  # type: ignore[no-untyped-def]
     request = AnalysisRequest(game="connect4", position="4453", mode="depth", depth=3)
 
     async def go() -> tuple[str, str, str, str]:
@@ -60,7 +61,8 @@ def test_cancel_a_waiting_job_fails_it_for_every_waiter(clean_redis, redis_url: 
     run(go())
 
 
-def test_wait_returns_at_its_timeout_and_result_raises(clean_redis, redis_url: str) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.usefixtures("clean_redis")
+def test_wait_returns_at_its_timeout_and_result_raises(redis_url: str) -> None:  # type: ignore[no-untyped-def]
     async def go() -> None:
         async with JobClient(redis_url) as client:
             job_id = await client.submit(AnalysisRequest(game="tictactoe", position="7"))
@@ -104,11 +106,15 @@ def test_submit_and_await_gives_the_engines_answer(redis_url: str, workers) -> N
 
     result, state = run(go())
     assert isinstance(result, AnalysisResult)
-    assert result.exact and result.score == expected.score
+    assert result.exact
+    assert result.score == expected.score
     assert result.moves == {str(m + 1): s for m, s in expected.moves.items()}
-    assert result.best_move is not None and result.moves[result.best_move] == result.score
+    assert result.best_move is not None
+    assert result.moves[result.best_move] == result.score
     assert result.worker in workers.workers()
-    assert state.status == "done" and state.result == result and state.attempts == 1
+    assert state.status == "done"
+    assert state.result == result
+    assert state.attempts == 1
     assert state.enqueued_at <= state.started_at <= state.ended_at
 
 
@@ -124,11 +130,13 @@ def test_bot_move_is_legal_and_comes_from_a_worker(redis_url: str, workers) -> N
     board = new_game("tictactoe", "15")
     assert board.parse_move(move.move) in board.legal_moves()
     # Perfect play: the move keeps the position's exact value (a draw).
-    assert move.exact and move.score == analyze(board, mode="solve").score
+    assert move.exact
+    assert move.score == analyze(board, mode="solve").score
     assert move.worker in workers.workers()
 
 
-def test_a_failing_job_reports_its_error(redis_url: str, workers) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.usefixtures("workers")
+def test_a_failing_job_reports_its_error(redis_url: str) -> None:  # type: ignore[no-untyped-def]
     # Validated when made, but a request edited on the wire reaches the worker as-is:
     # the worker's own validation error comes back as a one-line error.
     async def go() -> None:
@@ -154,7 +162,8 @@ def test_a_failing_job_reports_its_error(redis_url: str, workers) -> None:  # ty
 
     with pytest.raises(JobFailed) as failed:
         run(wait())
-    assert "already over" in failed.value.error and "'1425369'" in failed.value.error
+    assert "already over" in failed.value.error
+    assert "'1425369'" in failed.value.error
 
 
 def test_unknown_id(redis_url: str) -> None:
@@ -166,7 +175,8 @@ def test_unknown_id(redis_url: str) -> None:
         run(go())
 
 
-def test_cancel_a_running_job_stops_it_at_the_next_depth(redis_url: str, workers) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.usefixtures("workers")
+def test_cancel_a_running_job_stops_it_at_the_next_depth(redis_url: str) -> None:  # type: ignore[no-untyped-def]
     async def go() -> None:
         async with JobClient(redis_url) as client:
             job_id = await client.submit(LONG)
@@ -177,6 +187,7 @@ def test_cancel_a_running_job_stops_it_at_the_next_depth(redis_url: str, workers
             state = await client.wait(job_id, timeout=60)
             assert state.status == "failed"
             assert state.error == "canceled by the requester"
-            assert state.progress is not None and state.progress.depth < 14
+            assert state.progress is not None
+            assert state.progress.depth < 14
 
     run(go())

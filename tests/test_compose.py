@@ -47,7 +47,8 @@ def test_each_service_command_is_a_real_plybot_subcommand(compose: dict, service
 
 def test_workers_scale_and_redis_persists(compose: dict) -> None:
     worker = compose["services"]["worker"]
-    assert "container_name" not in worker and "ports" not in worker  # --scale worker=N
+    assert "container_name" not in worker
+    assert "ports" not in worker
     redis = compose["services"]["redis"]
     command = redis["command"]
     assert command[command.index("--appendonly") + 1] == "yes"

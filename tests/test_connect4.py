@@ -69,9 +69,12 @@ def test_win_in_each_direction(direction: str) -> None:
     game = Connect4.parse(notation)
     outcome = game.outcome()
     winner = (len(notation) - 1) % 2
-    assert outcome is not None and outcome.winner == winner and not outcome.is_draw
+    assert outcome is not None
+    assert outcome.winner == winner
+    assert not outcome.is_draw
     assert {d for d, players in fours(notation).items() if players} == {direction}
-    assert game.legal_moves() == [] and game.winning_moves() == []
+    assert game.legal_moves() == []
+    assert game.winning_moves() == []
     # From the loser's side, to move: a loss with the winner's stones counted (Pons' convention).
     assert game.terminal_score() == -(22 - (len(notation) + 1) // 2)
     # The move before: the winning column was an immediate win.
@@ -88,8 +91,11 @@ def test_full_board_without_four_is_a_draw() -> None:
     assert len(DRAW) == 42
     assert not any(fours(DRAW).values())
     outcome = game.outcome()
-    assert outcome is not None and outcome.is_draw and str(outcome) == "draw"
-    assert game.terminal_score() == 0 and game.legal_moves() == []
+    assert outcome is not None
+    assert outcome.is_draw
+    assert str(outcome) == "draw"
+    assert game.terminal_score() == 0
+    assert game.legal_moves() == []
     with pytest.raises(GameOverError):
         game.push(0)
     with pytest.raises(GameOverError, match=f"'{DRAW}1': the game is already over after move 42"):
@@ -108,9 +114,11 @@ def test_outcome_matches_a_naive_scan_on_random_games() -> None:
             outcome = position.outcome()
             if winners:
                 assert ply == len(notation)  # the game stops at the first four
-                assert outcome is not None and {outcome.winner} == winners
+                assert outcome is not None
+                assert {outcome.winner} == winners
             elif ply == 42:
-                assert outcome is not None and outcome.is_draw
+                assert outcome is not None
+                assert outcome.is_draw
             else:
                 assert outcome is None
 
@@ -253,7 +261,8 @@ def test_other_board_sizes(variant: str) -> None:
         game = random_game(rng, width, height)
         notation = game.notation()
         again = Connect4.parse(notation, variant)
-        assert again.notation() == notation and again.variant == variant
+        assert again.notation() == notation
+        assert again.variant == variant
         winners = set().union(*fours(notation, width, height).values())
         outcome = again.outcome()
         assert outcome is not None
@@ -262,7 +271,8 @@ def test_other_board_sizes(variant: str) -> None:
 
 def test_new_game_from_the_registry() -> None:
     game = new_game("connect4", "44", "7x6")
-    assert isinstance(game, Connect4) and game.notation() == "44"
+    assert isinstance(game, Connect4)
+    assert game.notation() == "44"
 
 
 # -- every error message of the engine issue -------------------------------------------------
@@ -282,7 +292,8 @@ def test_parse_errors_quote_the_input(notation: str, error: type, message: str) 
     with pytest.raises(error) as caught:
         Connect4.parse(notation)
     assert str(caught.value) == message
-    assert isinstance(caught.value, PlybotError) and isinstance(caught.value, ValueError)
+    assert isinstance(caught.value, PlybotError)
+    assert isinstance(caught.value, ValueError)
 
 
 def test_a_finished_game_is_refused_for_analysis() -> None:

@@ -85,8 +85,11 @@ def test_a_game_follows_the_engine_to_a_win() -> None:
     assert s.legal_moves() == ["1", "2", "3", "4", "5", "6", "7"]
     for move in "4343434":  # ann stacks column 4
         s = s.play(s.to_move or "", move)
-    assert s.status is GameStatus.WON and s.winner_id == "ann" and s.to_move is None
-    assert s.notation == "4343434" and s.moves == list("4343434")
+    assert s.status is GameStatus.WON
+    assert s.winner_id == "ann"
+    assert s.to_move is None
+    assert s.notation == "4343434"
+    assert s.moves == list("4343434")
     assert s.legal_moves() == []
     with pytest.raises(GameTurnError, match="is over"):
         s.play("bob", "1")
@@ -123,14 +126,19 @@ def test_turns_and_players_are_checked() -> None:
 def test_the_bot_plays_only_the_answer_of_the_job_awaited() -> None:
     s = GameSession.start("tictactoe", (BOT, "ann"), level="perfect")
     s = s.expect_bot("job-1")
-    assert s.pending is not None and (s.pending.job_id, s.pending.ply) == ("job-1", 0)
+    assert s.pending is not None
+    assert (s.pending.job_id, s.pending.ply) == ("job-1", 0)
     with pytest.raises(GameTurnError, match="not the bot move awaited"):
         s.play_bot("job-0", BotMove(move="5", ply=0))
     s = s.expect_bot("job-2")  # job-1 was lost: asked again
-    assert s.pending is not None and s.pending.attempts == 2
+    assert s.pending is not None
+    assert s.pending.attempts == 2
     s = s.play_bot("job-2", BotMove(move="5", ply=0, score=0, exact=True))
-    assert s.moves == ["5"] and s.pending is None and s.to_move == "ann"
-    assert s.last_bot_move is not None and s.last_bot_move.move == "5"
+    assert s.moves == ["5"]
+    assert s.pending is None
+    assert s.to_move == "ann"
+    assert s.last_bot_move is not None
+    assert s.last_bot_move.move == "5"
     with pytest.raises(GameTurnError):  # a stale repeat of the same answer
         s.play_bot("job-2", BotMove(move="5", ply=0))
 
@@ -154,7 +162,8 @@ def test_take_back_against_the_bot_only_and_counted() -> None:
     s = s.play_bot("j1", BotMove(move="3", ply=1))
     back = s.take_back("ann")
     assert (back.moves, back.notation, back.to_move, back.takebacks) == ([], "", "ann", 1)
-    assert back.last_bot_move is None and back.ongoing
+    assert back.last_bot_move is None
+    assert back.ongoing
     again = back.play("ann", "5").expect_bot("j2").play_bot("j2", BotMove(move="5", ply=1))
     assert again.take_back("ann").takebacks == 2
     people = GameSession.start("connect4", ("ann", "bob")).play("ann", "4").play("bob", "4")
@@ -170,7 +179,9 @@ def test_a_full_tictactoe_draw() -> None:
     s = GameSession.start("tictactoe", ("ann", "bob"))
     for move in "512873649":
         s = s.play(s.to_move or "", move)
-    assert s.status is GameStatus.DRAWN and s.winner is None and s.ply == 9
+    assert s.status is GameStatus.DRAWN
+    assert s.winner is None
+    assert s.ply == 9
 
 
 # -- the store: Redis, versions, concurrency ------------------------------------------
@@ -183,7 +194,8 @@ def test_store_round_trip_and_versions(redis_url: str) -> None:
         again = await store.get(created.id)
         assert again == created
         moved = await store.play(created.id, "ann", "4")
-        assert moved.version == 2 and moved.moves == ["4"]
+        assert moved.version == 2
+        assert moved.moves == ["4"]
         # A second store (a restarted process) reads the same game.
         other = GameStore(store.redis, prefix=store.prefix)
         assert await other.get(created.id) == moved
@@ -227,10 +239,13 @@ def test_concurrent_moves_cannot_corrupt_a_game(redis_url: str) -> None:
                 await r.aclose()
         won = [x for x in results if isinstance(x, GameSession)]
         lost = [x for x in results if isinstance(x, GameTurnError)]
-        assert len(won) == 1 and len(lost) == 7, results
+        assert len(won) == 1, results
+        assert len(lost) == 7, results
         final = await store.get(s.id)
-        assert final.moves == won[0].moves and len(final.moves) == 1
-        assert final.version == 2 and final.to_move == "bob"
+        assert final.moves == won[0].moves
+        assert len(final.moves) == 1
+        assert final.version == 2
+        assert final.to_move == "bob"
 
     run(redis_url, body)
 
@@ -260,10 +275,13 @@ def test_a_lost_bot_move_is_asked_again(redis_url: str) -> None:
         s = GameSession.start("tictactoe", (BOT, "ann"), level="hard")
         s = await moves.games.create(s.expect_bot("no-such-job"))
         turn = await moves.advance(s, wait_s=0)
-        assert turn.reply is None and turn.failure is None
+        assert turn.reply is None
+        assert turn.failure is None
         assert turn.notice == "the bot is still thinking"  # the new job waits for a worker
         pending = turn.session.pending
-        assert pending is not None and pending.job_id != "no-such-job" and pending.attempts == 2
+        assert pending is not None
+        assert pending.job_id != "no-such-job"
+        assert pending.attempts == 2
         assert (await moves.client.status(pending.job_id)).status == "queued"
         assert await moves.games.get(s.id) == turn.session
 
@@ -274,18 +292,23 @@ def test_a_failed_bot_move_is_asked_again_until_the_attempts_run_out(redis_url: 
     async def body(moves: BotMoves) -> None:
         s = await moves.games.create(GameSession.start("connect4", (BOT, "ann"), level="easy"))
         s = await moves.ask(s)
-        assert s.pending is not None and s.pending.attempts == 1
+        assert s.pending is not None
+        assert s.pending.attempts == 1
         first = s.pending.job_id
         request = (await moves.client.status(first)).request
-        assert request == moves.request(s) and request.deadline_ms == 500
+        assert request == moves.request(s)
+        assert request.deadline_ms == 500
         await moves.client.cancel(first)  # queued: it fails at once
         turn = await moves.advance(s, wait_s=0)
-        assert turn.failure is None and turn.session.pending is not None
-        assert turn.session.pending.attempts == 2 and turn.session.pending.job_id != first
+        assert turn.failure is None
+        assert turn.session.pending is not None
+        assert turn.session.pending.attempts == 2
+        assert turn.session.pending.job_id != first
         # The second job fails too: with two attempts a move, the caller is told.
         await moves.client.cancel(turn.session.pending.job_id)
         given_up = await moves.advance(turn.session, wait_s=0)
-        assert given_up.failure is not None and "cancel" in given_up.failure
+        assert given_up.failure is not None
+        assert "cancel" in given_up.failure
         assert given_up.notice == f"the bot's move failed ({given_up.failure})"
         assert given_up.session == turn.session  # not asked again
         assert await moves.games.get(s.id) == turn.session
@@ -301,7 +324,8 @@ def test_an_overdue_bot_move_counts_as_lost(redis_url: str) -> None:
         s = await moves.games.update(s.id, lambda g: g.expect_bot(job_id, now=long_ago))
         turn = await moves.advance(s, wait_s=None)  # no wait: the job is overdue already
         assert turn.failure == f"job {job_id} still queued after {moves.overdue_s:g} s"
-        assert turn.reply is None and turn.session.pending is not None
+        assert turn.reply is None
+        assert turn.session.pending is not None
         assert turn.session.pending.job_id == job_id
 
     run_moves(redis_url, body, attempts=1)
@@ -315,13 +339,16 @@ def test_two_processes_asking_at_once_record_one_job_and_cancel_the_other(
         asked = await asyncio.gather(moves.ask(s), moves.ask(s))
         stored = await moves.games.get(s.id)
         assert asked[0] == asked[1] == stored
-        assert stored.pending is not None and stored.pending.attempts == 1
+        assert stored.pending is not None
+        assert stored.pending.attempts == 1
         submitted = moves.client.submitted  # type: ignore[attr-defined]
-        assert len(submitted) == 2 and stored.pending.job_id in submitted
+        assert len(submitted) == 2
+        assert stored.pending.job_id in submitted
         (other,) = set(submitted) - {stored.pending.job_id}
         assert (await moves.client.status(stored.pending.job_id)).status == "queued"
         cancelled = await moves.client.status(other)
-        assert cancelled.status == "failed" and "cancel" in (cancelled.error or "")
+        assert cancelled.status == "failed"
+        assert "cancel" in (cancelled.error or "")
         # Asking when the bot is not to move does nothing.
         human = await moves.games.create(GameSession.start("connect4", ("ann", BOT), level="hard"))
         assert await moves.ask(human) == human

@@ -42,7 +42,8 @@ def test_unknown_level_is_named() -> None:
     with pytest.raises(UnknownLevelError) as caught:
         choose_move(Connect4(), "grandmaster")
     assert str(caught.value) == "'grandmaster': unknown level (known: easy, medium, hard, perfect)"
-    assert isinstance(caught.value, PlybotError) and isinstance(caught.value, ValueError)
+    assert isinstance(caught.value, PlybotError)
+    assert isinstance(caught.value, ValueError)
 
 
 def test_finished_position_refused() -> None:
@@ -55,7 +56,8 @@ def test_every_level_answers_a_legal_move() -> None:
         for game in (TicTacToe.parse("5"), Connect4.parse("4444445525")):
             choice = choose_move(game, name, rng=random.Random(1), deadline=time.monotonic() + 2)
             assert choice.move in game.legal_moves(), name
-            assert choice.nodes >= 0 and choice.time_ms >= 0
+            assert choice.nodes >= 0
+            assert choice.time_ms >= 0
 
 
 # -- tic-tac-toe ----------------------------------------------------------------------------
@@ -68,7 +70,8 @@ def test_tictactoe_perfect_never_loses_to_easy(perfect_side: int) -> None:
         players = {perfect_side: "perfect", 1 - perfect_side: "easy"}
         game, _ = play_out(TicTacToe(), players, seed)
         outcome = game.outcome()
-        assert outcome is not None and outcome.winner != 1 - perfect_side, game.notation()
+        assert outcome is not None, game.notation()
+        assert outcome.winner != 1 - perfect_side, game.notation()
         results.append(outcome.winner)
     assert perfect_side in results  # easy really loses some of them
 
@@ -76,14 +79,17 @@ def test_tictactoe_perfect_never_loses_to_easy(perfect_side: int) -> None:
 def test_tictactoe_perfect_against_itself_draws() -> None:
     game, choices = play_out(TicTacToe(), {0: "perfect", 1: "perfect"}, seed=0)
     outcome = game.outcome()
-    assert outcome is not None and outcome.is_draw
+    assert outcome is not None
+    assert outcome.is_draw
     assert all(c.exact and c.score == 0 for c in choices)
 
 
 def test_tictactoe_perfect_takes_the_quickest_win() -> None:
     # X: 1 and 5, O: 2 and 3. X wins at once with 9 (1-5-9); 4 or 7 win only later.
     choice = choose_move(TicTacToe.parse("1253"), "perfect")
-    assert choice.move == 8 and choice.exact and choice.score == 6 - 3
+    assert choice.move == 8
+    assert choice.exact
+    assert choice.score == 6 - 3
 
 
 # -- easy's mistakes: real but bounded -------------------------------------------------------
@@ -151,7 +157,8 @@ def test_easy_is_beaten_by_medium_sometimes() -> None:
             medium_wins += 1
         elif outcome.winner is not None:
             easy_wins += 1
-    assert medium_wins >= 2 and medium_wins > easy_wins
+    assert medium_wins >= 2
+    assert medium_wins > easy_wins
 
 
 # -- Connect Four: perfect (the solver) ----------------------------------------------------
@@ -197,9 +204,11 @@ def test_connect4_perfect_plays_the_exact_best_move() -> None:
         if game.outcome() is not None:
             continue
         exact = search(game, SearchLimits(), all_moves=True)
-        assert exact.decided and exact.moves is not None
+        assert exact.decided
+        assert exact.moves is not None
         choice = choose_move(game, "perfect")
-        assert choice.exact and choice.score == exact.score
+        assert choice.exact
+        assert choice.score == exact.score
         assert exact.moves[choice.move] == exact.score
         checked += 1
 
@@ -213,7 +222,8 @@ def test_connect4_perfect_opens_from_the_book_at_once() -> None:
         reply = choose_move(
             Connect4.parse(str(first + 1)), "perfect", deadline=time.monotonic() + 0.5
         )
-        assert reply.exact and reply.nodes == 0, first
+        assert reply.exact, first
+        assert reply.nodes == 0, first
 
 
 def test_connect4_perfect_honours_its_deadline_and_says_so() -> None:
@@ -223,7 +233,8 @@ def test_connect4_perfect_honours_its_deadline_and_says_so() -> None:
     deadline = start + 0.4
     choice = choose_move(position, "perfect", deadline=deadline)
     assert time.monotonic() <= deadline + SLACK
-    assert not choice.exact and choice.depth >= 1
+    assert not choice.exact
+    assert choice.depth >= 1
     assert choice.note == f"deadline: played best of depth {choice.depth}"
     assert choice.move in position.legal_moves()
 

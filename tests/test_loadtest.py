@@ -13,7 +13,8 @@ pytestmark = [pytest.mark.service, pytest.mark.redis, pytest.mark.benchmarks]
 PLYBOT = str(Path(sys.executable).parent / "plybot")
 
 
-def test_loadtest_runs_1_and_2_workers_and_loses_nothing(benchmarks_dir: Path) -> None:
+@pytest.mark.usefixtures("benchmarks_dir")
+def test_loadtest_runs_1_and_2_workers_and_loses_nothing() -> None:
     done = subprocess.run(
         [PLYBOT, "loadtest", "--set", "Test_L2_R2", "--requests", "8", "--concurrency", "4"],
         capture_output=True,
@@ -31,7 +32,8 @@ def test_loadtest_runs_1_and_2_workers_and_loses_nothing(benchmarks_dir: Path) -
     assert rows["duplicated results"] == ["0", "0"]
     assert rows["wrong scores"] == ["0", "0"]  # exact solves, checked against the set
     assert all(float(v) > 0 for v in rows["throughput (req/s)"])
-    assert "1 worker" in done.stdout and "2 workers" in done.stdout
+    assert "1 worker" in done.stdout
+    assert "2 workers" in done.stdout
     assert "throughput 2 vs 1 workers" in done.stdout
 
 
@@ -43,7 +45,8 @@ def test_loadtest_rejects_bad_options_in_one_line() -> None:
         timeout=60,
     )
     assert done.returncode == 2
-    assert done.stderr.strip().count("\n") == 0 and "'No_Such_Set'" in done.stderr
+    assert done.stderr.strip().count("\n") == 0
+    assert "'No_Such_Set'" in done.stderr
 
 
 @pytest.mark.parametrize(

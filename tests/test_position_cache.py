@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.redis]
 
 
 @pytest.fixture
-def cache(clean_redis: redis.Redis, redis_url: str):  # type: ignore[no-untyped-def]
+def cache(clean_redis: redis.Redis, redis_url: str):  # type: ignore[no-untyped-def]  # noqa: ARG001 (requested for its effect)
     c = RedisPositionCache(redis_url)
     yield c
     c.close()
@@ -53,7 +53,8 @@ def test_a_write_replaces_an_entry_only_when_at_least_as_deep(cache) -> None:  #
     assert get() == CacheEntry(1, 2, 8, None)
     put(CacheEntry(2, 2, EXACT_DEPTH, 4))
     put(CacheEntry(-5, 5, 40, 1))
-    assert get() == CacheEntry(2, 2, EXACT_DEPTH, 4) and get().exact
+    assert get() == CacheEntry(2, 2, EXACT_DEPTH, 4)
+    assert get().exact
 
 
 def test_hits_and_misses_are_counted_in_redis(cache, clean_redis) -> None:  # type: ignore[no-untyped-def]
@@ -82,10 +83,12 @@ def test_a_flushed_cache_changes_speed_never_answers(cache, clean_redis) -> None
     board = new_game("tictactoe", "")
     first = analyze(board, mode="solve", all_moves=True, cache=cache)
     cached = analyze(board, mode="solve", all_moves=True, cache=cache)
-    assert cached.cache_hit and (cached.score, cached.moves) == (first.score, first.moves)
+    assert cached.cache_hit
+    assert (cached.score, cached.moves) == (first.score, first.moves)
     clean_redis.flushall()
     again = analyze(board, mode="solve", all_moves=True, cache=cache)
-    assert not again.cache_hit and (again.score, again.moves) == (first.score, first.moves)
+    assert not again.cache_hit
+    assert (again.score, again.moves) == (first.score, first.moves)
 
 
 @pytest.mark.service
@@ -104,7 +107,8 @@ def test_a_solve_by_one_worker_answers_another_for_transpositions_and_mirrors(
     clean_redis, redis_url, worker_pool, game, original, transposed, mirrored, moves
 ) -> None:  # type: ignore[no-untyped-def]
     boards = [new_game(game, p) for p in (original, transposed, mirrored)]
-    assert len({b.key() for b in boards}) == 1 and len({b.notation() for b in boards}) == 3
+    assert len({b.key() for b in boards}) == 1
+    assert len({b.notation() for b in boards}) == 3
 
     def solve(position: str):  # type: ignore[no-untyped-def]
         async def go():  # type: ignore[no-untyped-def]
@@ -117,20 +121,24 @@ def test_a_solve_by_one_worker_answers_another_for_transpositions_and_mirrors(
     first_pool = worker_pool(1)
     first = solve(original)
     first_pool.stop()
-    assert first.cache == "miss" and first.exact
+    assert first.cache == "miss"
+    assert first.exact
 
     worker_pool(1)  # another process: its own tables are empty
     for position, board in zip((transposed, mirrored), boards[1:], strict=True):
         answer = solve(position)
         assert answer.worker != first.worker
         assert answer.cache == "hit", position
-        assert answer.exact and answer.score == first.score and answer.nodes == 0
+        assert answer.exact
+        assert answer.score == first.score
+        assert answer.nodes == 0
         # The same move, seen in each orientation.
         same = boards[0].from_canonical(board.to_canonical(board.parse_move(answer.best_move)))
         if moves == "best":
             assert boards[0].move_name(same) == first.best_move
             continue
-        assert answer.moves is not None and answer.moves[answer.best_move] == answer.score
+        assert answer.moves is not None
+        assert answer.moves[answer.best_move] == answer.score
         for name, score in answer.moves.items():
             move = boards[0].from_canonical(board.to_canonical(board.parse_move(name)))
             assert first.moves[boards[0].move_name(move)] == score

@@ -155,7 +155,8 @@ def test_equals_minimax_on_random_trees(options: str, all_moves: bool) -> None:
             expected = minimax(tree, depth)
             assert result.score == reported(expected), (trial, depth)
             assert tree.path == []  # the position is left as it was
-            assert result.pv and result.pv[0] == result.best_move
+            assert result.pv
+            assert result.pv[0] == result.best_move
             tree.push(result.best_move)
             assert -minimax(tree, depth - 1) == expected
             tree.pop()
@@ -208,7 +209,8 @@ def test_equals_minimax_on_tictactoe(options: str) -> None:
         if game.outcome() is not None:
             continue
         result = search(game, SearchLimits(), all_moves=True, options=OPTION_SETS[options])
-        assert result.decided and result.score == values[game.table_key()]
+        assert result.decided
+        assert result.score == values[game.table_key()]
         for move, score in (result.moves or {}).items():
             game.push(move)
             assert score == -values[game.table_key()]
@@ -228,7 +230,8 @@ def test_decided_win_reports_the_distance_in_the_game_convention() -> None:
     # The loser sees the same result from its side: loss in the slowest way available.
     game.push(result.best_move)
     reply = search(game, SearchLimits(depth=4))
-    assert reply.decided and reply.score == -(22 - 4)
+    assert reply.decided
+    assert reply.score == -(22 - 4)
 
 
 def test_heuristic_results_are_not_decided() -> None:
@@ -240,8 +243,11 @@ def test_heuristic_results_are_not_decided() -> None:
 def test_immediate_win_found_at_depth_one() -> None:
     game = Connect4.parse("121212")  # X has three in column 1
     result = search(game, SearchLimits(depth=1), all_moves=True)
-    assert result.best_move == 0 and result.decided and result.score == 22 - 4
-    assert result.moves is not None and result.moves[0] == 18
+    assert result.best_move == 0
+    assert result.decided
+    assert result.score == 22 - 4
+    assert result.moves is not None
+    assert result.moves[0] == 18
     assert result.decided_moves >= {0}
 
 
@@ -250,7 +256,9 @@ def test_forcing_extension_sees_past_the_horizon() -> None:
     # reply is a horizon node, but a forcing one: extended, the search sees O lose.
     game = Connect4.parse("2737")
     extended = search(game, SearchLimits(depth=1))
-    assert extended.best_move == 3 and extended.decided and extended.score == 22 - 4
+    assert extended.best_move == 3
+    assert extended.decided
+    assert extended.score == 22 - 4
     plain = search(game, SearchLimits(depth=1), options=SearchOptions(extensions=False))
     assert not plain.decided
 
@@ -265,7 +273,8 @@ def test_depth_limit_and_progress_per_completed_depth() -> None:
     result = search(Connect4.parse("44"), SearchLimits(depth=5), on_progress=seen.append)
     assert [p.depth for p in seen] == [1, 2, 3, 4, 5]
     assert result.depth == 5
-    assert seen[-1].best_move == result.best_move and seen[-1].score == result.score
+    assert seen[-1].best_move == result.best_move
+    assert seen[-1].score == result.score
     assert all(a.nodes <= b.nodes for a, b in itertools.pairwise(seen))
     steps = list(iter_search(Connect4.parse("44"), SearchLimits(depth=3)))
     assert [s.depth for s in steps] == [1, 2, 3]
@@ -289,7 +298,8 @@ def test_deadline_is_honoured_and_last_completed_depth_returned() -> None:
         # The clock is read every 64 nodes (a few ms); the rest of the slack is for a
         # loaded machine that may not schedule this process at the instant.
         assert ended <= deadline + SLACK
-        assert seen and result.depth == seen[-1].depth
+        assert seen
+        assert result.depth == seen[-1].depth
         assert result.best_move == seen[-1].best_move
 
 
@@ -303,7 +313,8 @@ def test_time_budget_is_honoured() -> None:
 def test_a_past_deadline_still_names_a_legal_move() -> None:
     game = Connect4.parse("44")
     result = search(game, SearchLimits(deadline=time.monotonic() - 1))
-    assert result.depth == 0 and not result.decided
+    assert result.depth == 0
+    assert not result.decided
     assert result.best_move in game.legal_moves()
 
 
@@ -326,9 +337,11 @@ def test_table_replacement_rule() -> None:
     table = TranspositionTable(2)  # rounded up to a prime: 2 slots
     table.put(0, Entry(1, 1, 5, 3))
     table.put(2, Entry(0, 0, 3, 1))  # same slot, shallower, same search: kept out
-    assert table.get(0) == Entry(1, 1, 5, 3) and table.get(2) is None
+    assert table.get(0) == Entry(1, 1, 5, 3)
+    assert table.get(2) is None
     table.put(2, Entry(0, 0, 5, 1))  # as deep: replaces
-    assert table.get(2) == Entry(0, 0, 5, 1) and table.get(0) is None
+    assert table.get(2) == Entry(0, 0, 5, 1)
+    assert table.get(0) is None
     table.new_search()
     table.put(0, Entry(4, 4, 1, 2))  # an older search's record goes first
     assert table.get(0) == Entry(4, 4, 1, 2)
@@ -342,7 +355,8 @@ def test_shared_table_keeps_results_right_and_saves_work() -> None:
     cold = search(game, SearchLimits(depth=6), table=table)
     warm = search(game, SearchLimits(depth=6), table=table)
     assert (warm.score, warm.best_move) == (cold.score, cold.best_move)
-    assert warm.nodes < cold.nodes and warm.table_hits > 0
+    assert warm.nodes < cold.nodes
+    assert warm.table_hits > 0
 
 
 def test_exhaustive_results_hold_at_any_depth() -> None:
@@ -350,7 +364,9 @@ def test_exhaustive_results_hold_at_any_depth() -> None:
     game = TicTacToe.parse("15")
     search(game, SearchLimits(), table=table)
     entry = table.get(game.table_key())
-    assert entry is not None and entry.depth == EXHAUSTIVE and entry.lower == entry.upper == 0
+    assert entry is not None
+    assert entry.depth == EXHAUSTIVE
+    assert entry.lower == entry.upper == 0
 
 
 # -- the external cache -------------------------------------------------------------------
@@ -360,16 +376,19 @@ def test_cache_written_then_answers_the_position_and_its_mirror() -> None:
     cache = MemoryCache()
     game = TicTacToe.parse("12")
     first = search(game, SearchLimits(), cache=cache)
-    assert first.decided and not first.cache_hit
+    assert first.decided
+    assert not first.cache_hit
     key = game.key()
     assert cache.entries[("tictactoe", "3x3", key)].depth == EXACT_DEPTH
     again = search(game, SearchLimits(), cache=cache)
-    assert again.cache_hit and again.nodes == 0
+    assert again.cache_hit
+    assert again.nodes == 0
     assert (again.best_move, again.score) == (first.best_move, first.score)
     # The mirror image (cells 3 and 2) shares the key; its best move maps back through it.
     mirror = TicTacToe.parse("32")
     mirrored = search(mirror, SearchLimits(), cache=cache)
-    assert mirrored.cache_hit and mirrored.score == first.score
+    assert mirrored.cache_hit
+    assert mirrored.score == first.score
     reflect = (2, 1, 0, 5, 4, 3, 8, 7, 6)
     assert mirrored.best_move == reflect[first.best_move]
 
@@ -378,7 +397,8 @@ def test_cache_children_give_every_move_score() -> None:
     cache = MemoryCache()
     game = Connect4.parse("4455")
     first = search(game, SearchLimits(depth=6), all_moves=True, cache=cache)
-    assert first.decided and first.moves is not None
+    assert first.decided
+    assert first.moves is not None
     # Exact children were written (the moves that win, and those that lose).
     again = search(game, SearchLimits(depth=6), all_moves=True, cache=cache)
     assert again.score == first.score
@@ -396,23 +416,24 @@ def test_cache_bounds_seed_the_search() -> None:
     cache.put_many("connect4", "7x6", [(game.key(), CacheEntry(-18, -18, EXACT_DEPTH, None))])
     game.pop()
     result = search(game, SearchLimits(depth=2), cache=cache)
-    assert result.decided and result.score == 18
+    assert result.decided
+    assert result.score == 18
     assert cache.reads == 1 + len(game.legal_moves())  # one batch: root and children
 
 
 class BrokenCache:
-    def get_many(self, game: str, variant: str, keys: list[str]) -> list[CacheEntry | None]:
+    def get_many(self, _game: str, _variant: str, _keys: list[str]) -> list[CacheEntry | None]:
         raise ConnectionError("cache down")
 
-    def put_many(self, game: str, variant: str, items: list[tuple[str, CacheEntry]]) -> None:
+    def put_many(self, _game: str, _variant: str, _items: list[tuple[str, CacheEntry]]) -> None:
         raise ConnectionError("cache down")
 
 
 class WrongCache:
-    def get_many(self, game: str, variant: str, keys: list[str]) -> list[CacheEntry | None]:
+    def get_many(self, _game: str, _variant: str, _keys: list[str]) -> list[CacheEntry | None]:
         return []  # the wrong number of answers
 
-    def put_many(self, game: str, variant: str, items: list[tuple[str, CacheEntry]]) -> None:
+    def put_many(self, _game: str, _variant: str, _items: list[tuple[str, CacheEntry]]) -> None:
         return None
 
 
@@ -420,7 +441,9 @@ class WrongCache:
 def test_a_failing_cache_never_fails_the_search(cache: object) -> None:
     game = TicTacToe.parse("5")
     result = search(game, SearchLimits(), all_moves=True, cache=cache)  # type: ignore[arg-type]
-    assert result.decided and result.score == 0 and not result.cache_hit
+    assert result.decided
+    assert result.score == 0
+    assert not result.cache_hit
 
 
 @pytest.mark.slow
@@ -430,7 +453,8 @@ def test_searches_without_a_table_reuse_the_process_one() -> None:
     from engine.search import shared_table
 
     table = shared_table(Connect4())
-    assert table is not None and table is shared_table(Connect4.parse("44"))
+    assert table is not None
+    assert table is shared_table(Connect4.parse("44"))
     assert shared_table(RandomTree(seed=1, depth=3, branching=2)) is None  # not a registered game
     generation = table.generation
     for notation in ("4455", "4455", "3344"):  # the same results as with a new table each time
@@ -446,7 +470,8 @@ def test_searches_without_a_table_reuse_the_process_one() -> None:
             fresh.pv,
             fresh.nodes,
         )
-    assert table.generation > generation and len(table) > 0
+    assert table.generation > generation
+    assert len(table) > 0
 
 
 def test_a_forgetting_table_acts_as_new() -> None:

@@ -52,7 +52,9 @@ def test_analyze_appends_every_column_with_x_for_full(capsys, monkeypatch) -> No
     assert code == 0
     first, second = out.splitlines()
     fields = first.split()
-    assert fields[0] == "444444" and len(fields) == 2 + 7 and fields[2 + 3] == "x"
+    assert fields[0] == "444444"
+    assert len(fields) == 2 + 7
+    assert fields[2 + 3] == "x"
     scores = [int(f) for i, f in enumerate(fields[2:]) if i != 3]
     assert int(fields[1]) == max(scores)
     assert second == "33445 -18 " + " ".join(["-18"] * 7)
@@ -75,9 +77,13 @@ def test_bad_lines_are_named_and_the_rest_answered(capsys, monkeypatch) -> None:
 
 def test_other_board_sizes_and_bad_options(capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     code, out, _ = run(["--variant", "4x4", "1122", "11223"], capsys, monkeypatch)
-    assert code == 0 and len(out.splitlines()) == 2
+    assert code == 0
+    assert len(out.splitlines()) == 2
     code, out, err = run(["--variant", "9x9", "1"], capsys, monkeypatch)
-    assert code == 2 and out == "" and "9x9" in err and len(err.splitlines()) == 1
+    assert code == 2
+    assert out == ""
+    assert "9x9" in err
+    assert len(err.splitlines()) == 1
     with pytest.raises(SystemExit) as exc:
         run(["--table-mb", "lots"], capsys, monkeypatch)
     assert exc.value.code == 2

@@ -95,7 +95,8 @@ def test_small_board_analysis_matches_brute_force() -> None:
             p.pop()
         assert result.moves == expected, notation
         assert result.score == max(expected.values())
-        assert result.best_move is not None and expected[result.best_move] == result.score
+        assert result.best_move is not None
+        assert expected[result.best_move] == result.score
         weak = s.analyze(p, weak=True)
         assert weak.moves == {m: sign(v) for m, v in expected.items()}
 
@@ -126,7 +127,8 @@ def assert_pv_reaches(notation: str, result: SolveResult, variant: str = "7x6") 
 def test_small_board_pv_realises_the_score(notation: str) -> None:
     s = solver(4, 4)
     result = s.solve(Connect4.parse(notation, "4x4"))
-    assert result.complete and result.score == brute_force(Connect4.parse(notation, "4x4"))
+    assert result.complete
+    assert result.score == brute_force(Connect4.parse(notation, "4x4"))
     assert_pv_reaches(notation, result, "4x4")
 
 
@@ -149,20 +151,23 @@ def check_set(name: str, every: int = 1, limit: int | None = None) -> None:
 
 @pytest.mark.benchmarks
 @pytest.mark.parametrize("name", ["Test_L3_R1", "Test_L2_R1", "Test_L1_R1"])
-def test_every_position_of_the_easy_sets(benchmarks_dir: object, name: str) -> None:
+@pytest.mark.usefixtures("benchmarks_dir")
+def test_every_position_of_the_easy_sets(name: str) -> None:
     check_set(name)
 
 
 @pytest.mark.slow
 @pytest.mark.benchmarks
 @pytest.mark.parametrize(("name", "every"), [("Test_L2_R2", 25), ("Test_L1_R2", 40)])
-def test_a_sample_of_the_medium_sets(benchmarks_dir: object, name: str, every: int) -> None:
+@pytest.mark.usefixtures("benchmarks_dir")
+def test_a_sample_of_the_medium_sets(name: str, every: int) -> None:
     """Every ``every``-th position: a fixed sample across the set, easy and hard alike."""
     check_set(name, every=every)
 
 
 @pytest.mark.benchmarks
-def test_weak_solve_gives_the_sign(benchmarks_dir: object) -> None:
+@pytest.mark.usefixtures("benchmarks_dir")
+def test_weak_solve_gives_the_sign() -> None:
     items = load_set("Test_L2_R2", 300)[::10]
     s = solver()
     batch = s.solve_batch([m for m, _ in items], weak=True)
@@ -172,7 +177,8 @@ def test_weak_solve_gives_the_sign(benchmarks_dir: object) -> None:
 
 
 @pytest.mark.benchmarks
-def test_analysis_agrees_with_solving_each_child(benchmarks_dir: object) -> None:
+@pytest.mark.usefixtures("benchmarks_dir")
+def test_analysis_agrees_with_solving_each_child() -> None:
     s = solver()
     for moves, expected in load_set("Test_L2_R1", 200)[::40]:
         p = Connect4.parse(moves)
@@ -189,16 +195,19 @@ def test_analysis_agrees_with_solving_each_child(benchmarks_dir: object) -> None
             else:
                 assert score == -s.solve(child).score
         batch = s.solve_batch([moves], analyze=True)[0]
-        assert batch.moves == result.moves and batch.score == expected
+        assert batch.moves == result.moves
+        assert batch.score == expected
         assert_pv_reaches(moves, result)
 
 
 @pytest.mark.benchmarks
-def test_pv_and_best_move_realise_the_score(benchmarks_dir: object) -> None:
+@pytest.mark.usefixtures("benchmarks_dir")
+def test_pv_and_best_move_realise_the_score() -> None:
     s = solver()
     for moves, expected in load_set("Test_L2_R2", 100)[::20]:
         result = s.solve(Connect4.parse(moves))
-        assert result.score == expected and result.lower == result.upper == expected
+        assert result.score == expected
+        assert result.lower == result.upper == expected
         assert result.pv[0] == result.best_move
         assert_pv_reaches(moves, result)
         child = Connect4.parse(moves)
@@ -214,8 +223,11 @@ def test_iter_solve_narrows_then_answers() -> None:
     s = Solver(table_bytes=SMALL_TABLE)
     items = list(s.iter_solve(Connect4.parse("274552224131661")))
     progress, result = items[:-1], items[-1]
-    assert isinstance(result, SolveResult) and result.score == 0 and result.complete
-    assert progress and all(isinstance(p, SolveProgress) for p in progress)
+    assert isinstance(result, SolveResult)
+    assert result.score == 0
+    assert result.complete
+    assert progress
+    assert all(isinstance(p, SolveProgress) for p in progress)
     assert [p.iteration for p in progress] == list(range(1, len(progress) + 1))
     for before, after in itertools.pairwise(progress):
         assert before.lower <= after.lower <= 0 <= after.upper <= before.upper
@@ -272,20 +284,24 @@ def test_deadline_is_respected_on_a_hard_position() -> None:
     deadline = time.monotonic() + 0.05
     result = s.solve(Connect4.parse(""), deadline=deadline)
     overrun = time.monotonic() - deadline
-    assert not result.complete and result.score is None
+    assert not result.complete
+    assert result.score is None
     assert result.lower <= 1 <= result.upper  # the empty board scores 1
     assert overrun < 0.05, f"returned {overrun * 1000:.1f} ms past the deadline"
     past = s.solve(Connect4.parse(""), deadline=time.monotonic() - 1)
-    assert not past.complete and past.nodes <= 1
+    assert not past.complete
+    assert past.nodes <= 1
 
 
 def test_node_limit_stops_the_search() -> None:
     s = Solver(table_bytes=SMALL_TABLE)
     result = s.solve(Connect4.parse("44"), node_limit=5000)
-    assert not result.complete and result.score is None
+    assert not result.complete
+    assert result.score is None
     assert 5000 <= result.nodes <= 5001
     analysis = s.analyze(Connect4.parse("44"), node_limit=5000)
-    assert not analysis.complete and analysis.nodes <= 5001
+    assert not analysis.complete
+    assert analysis.nodes <= 5001
 
 
 # -- the external cache -------------------------------------------------------------------------
@@ -306,10 +322,13 @@ def test_solve_writes_the_root_and_an_exact_hit_answers_at_once() -> None:
     assert entry == CacheEntry(4, 4, EXACT_DEPTH, p.to_canonical(1))
     other = Solver(table_bytes=SMALL_TABLE, cache=cache)
     hit = other.solve(Connect4.parse(MIDGAME))
-    assert hit.cache_hit and hit.nodes == 0 and hit.complete
+    assert hit.cache_hit
+    assert hit.nodes == 0
+    assert hit.complete
     assert (hit.score, hit.best_move) == (4, 1)
     mirror = other.solve(Connect4.parse(mirrored(MIDGAME)))
-    assert mirror.cache_hit and (mirror.score, mirror.best_move) == (4, 5)
+    assert mirror.cache_hit
+    assert (mirror.score, mirror.best_move) == (4, 5)
 
 
 def test_analysis_writes_the_children_and_they_seed_the_next_solve() -> None:
@@ -321,12 +340,14 @@ def test_analysis_writes_the_children_and_they_seed_the_next_solve() -> None:
         child = p.copy()
         child.push(column)
         entry = cache.entries[("connect4", "7x6", child.key())]
-        assert entry.exact and entry.lower == -score
+        assert entry.exact
+        assert entry.lower == -score
     # With the children known, a fresh solver proves the root with far fewer nodes.
     del cache.entries[("connect4", "7x6", p.key())]
     cold = Solver(table_bytes=SMALL_TABLE).solve(p)
     seeded = Solver(table_bytes=SMALL_TABLE, cache=cache).solve(p)
-    assert seeded.score == cold.score == 4 and not seeded.cache_hit
+    assert seeded.score == cold.score == 4
+    assert not seeded.cache_hit
     assert seeded.nodes < cold.nodes / 4
     assert cache.reads > 0
 
@@ -336,22 +357,26 @@ def test_a_weak_result_is_cached_as_bounds() -> None:
     p = Connect4.parse("5455174361263362")  # -1: a loss
     Solver(table_bytes=SMALL_TABLE, cache=cache).solve(p, weak=True)
     entry = cache.entries[("connect4", "7x6", p.key())]
-    assert entry.upper == -1 and entry.lower < -1 and not entry.exact
+    assert entry.upper == -1
+    assert entry.lower < -1
+    assert not entry.exact
     hit = Solver(table_bytes=SMALL_TABLE, cache=cache).solve(p, weak=True)
-    assert hit.cache_hit and hit.score == -1
+    assert hit.cache_hit
+    assert hit.score == -1
     strong = Solver(table_bytes=SMALL_TABLE, cache=cache).solve(p)
-    assert not strong.cache_hit and strong.score == -1
+    assert not strong.cache_hit
+    assert strong.score == -1
 
 
 class RaisingCache:
     def __init__(self) -> None:
         self.calls = 0
 
-    def get_many(self, game: str, variant: str, keys: list[str]) -> list[CacheEntry | None]:
+    def get_many(self, _game: str, _variant: str, _keys: list[str]) -> list[CacheEntry | None]:
         self.calls += 1
         raise ConnectionError("redis is down")
 
-    def put_many(self, game: str, variant: str, items: list[tuple[str, CacheEntry]]) -> None:
+    def put_many(self, _game: str, _variant: str, _items: list[tuple[str, CacheEntry]]) -> None:
         self.calls += 1
         raise ConnectionError("redis is down")
 
@@ -362,10 +387,10 @@ class JunkCache:
     def __init__(self, answer: object) -> None:
         self.answer = answer
 
-    def get_many(self, game: str, variant: str, keys: list[str]) -> object:
+    def get_many(self, _game: str, _variant: str, keys: list[str]) -> object:
         return self.answer(keys) if callable(self.answer) else self.answer
 
-    def put_many(self, game: str, variant: str, items: list[tuple[str, CacheEntry]]) -> None:
+    def put_many(self, _game: str, _variant: str, _items: list[tuple[str, CacheEntry]]) -> None:
         return None
 
 
@@ -385,7 +410,9 @@ class JunkCache:
 def test_a_broken_cache_never_breaks_a_solve(cache: object) -> None:
     s = Solver(table_bytes=SMALL_TABLE, cache=cache)  # type: ignore[arg-type]
     result = s.solve(Connect4.parse("5455174361263362"))
-    assert result.complete and result.score == -1 and not result.cache_hit
+    assert result.complete
+    assert result.score == -1
+    assert not result.cache_hit
     assert s.analyze(Connect4.parse("5455174361263362")).score == -1
     if isinstance(cache, RaisingCache):
         assert cache.calls >= 2

@@ -36,7 +36,8 @@ def test_idle_workers_share_the_columns_and_the_answer_is_one_workers(
             job_id = await client.submit(request)
             result = await client.result(job_id, timeout=300)
             events = await client.progress(job_id)
-        assert result.exact and result.moves is not None  # type: ignore[union-attr]
+        assert result.exact
+        assert result.moves is not None
         assert result.moves == {str(c + 1): s for c, s in expected.moves.items()}  # type: ignore[union-attr]
         assert (result.best_move, result.score) == (str(expected.best_move + 1), expected.score)  # type: ignore[union-attr,operator]
         assert result.bounds == {m: (s, s) for m, s in result.moves.items()}  # type: ignore[union-attr]
@@ -49,14 +50,16 @@ def test_idle_workers_share_the_columns_and_the_answer_is_one_workers(
             asked = json.loads(record[b"request"])["position"]
             if asked != POSITION:
                 children[asked] = record.get(b"worker", b"").decode()
-        assert children and set(children) <= {POSITION + str(c + 1) for c in range(7)}
+        assert children
+        assert set(children) <= {POSITION + str(c + 1) for c in range(7)}
         assert any(worker and worker != parent for worker in children.values())
 
         # Each column's exact score was published as it came, one by one.
         solved = [
             sum(lo == hi for lo, hi in e.bounds.values()) for e in events if e.bounds is not None
         ]
-        assert solved == sorted(solved) and solved[-1] == 7
+        assert solved == sorted(solved)
+        assert solved[-1] == 7
         assert any(0 < n < 7 for n in solved)
         assert set(pool.workers()) == {parent, *(w for w in children.values() if w)}
 

@@ -66,7 +66,8 @@ def test_every_reachable_position_solved_exactly(positions: dict[int, TicTacToe]
     ongoing.sort(key=lambda p: -p.ply)  # each search does real work at its root
     for game in ongoing:
         result = search(game, SearchLimits(), all_moves=True, table=table)
-        assert result.decided and result.score == brute_force(game, memo), game.notation()
+        assert result.decided, game.notation()
+        assert result.score == brute_force(game, memo), game.notation()
         assert result.moves is not None
         for move, score in result.moves.items():
             game.push(move)
@@ -82,8 +83,10 @@ def test_solve_mode_from_scratch_on_a_sample(positions: dict[int, TicTacToe]) ->
     ongoing = [p for p in positions.values() if p.outcome() is None]
     for game in rng.sample(ongoing, 25):
         analysis = analyze(game, mode="solve", all_moves=True)
-        assert analysis.exact and analysis.score == brute_force(game, memo)
-        assert analysis.best_move is not None and analysis.pv[0] == analysis.best_move
+        assert analysis.exact
+        assert analysis.score == brute_force(game, memo)
+        assert analysis.best_move is not None
+        assert analysis.pv[0] == analysis.best_move
 
 
 @pytest.mark.parametrize("line", LINES)
@@ -92,20 +95,26 @@ def test_each_line_wins(line: tuple[int, int, int]) -> None:
     notation = f"{line[0]}{others[0]}{line[1]}{others[1]}{line[2]}"
     game = TicTacToe.parse(notation)
     outcome = game.outcome()
-    assert outcome is not None and outcome.winner == 0
-    assert game.terminal_score() == -(6 - 3) and game.legal_moves() == []
+    assert outcome is not None
+    assert outcome.winner == 0
+    assert game.terminal_score() == -(6 - 3)
+    assert game.legal_moves() == []
 
 
 def test_draw() -> None:
     game = TicTacToe.parse("513746829")
     outcome = game.outcome()
-    assert outcome is not None and outcome.is_draw and game.terminal_score() == 0
+    assert outcome is not None
+    assert outcome.is_draw
+    assert game.terminal_score() == 0
 
 
 def test_second_player_wins() -> None:
     game = TicTacToe.parse("152347")  # O: 5, 3, 7 (a diagonal) at move 6
     outcome = game.outcome()
-    assert outcome is not None and outcome.winner == 1 and str(outcome) == "player 2 wins"
+    assert outcome is not None
+    assert outcome.winner == 1
+    assert str(outcome) == "player 2 wins"
     assert game.terminal_score() == -(6 - 3)
 
 

@@ -156,13 +156,13 @@ def chip_scores_cells(browser: Browser) -> dict[int, int]:
 
 
 @pytest.fixture(scope="module")
-def site(api_server: ApiServer, workers: object) -> str:
+def site(api_server: ApiServer, workers: object) -> str:  # noqa: ARG001 (requested for its effect)
     """The page's address: the API (with this module's workers behind it) serves it at ``/``."""
     return api_server.url
 
 
 @pytest.fixture(scope="module")
-def benchmark_position(benchmarks_dir: Path) -> tuple[str, int]:
+def benchmark_position(benchmarks_dir: Path) -> tuple[str, int]:  # noqa: ARG001 (requested for its effect)
     """A middle-game benchmark position with at least five playable columns."""
     from engine.bench import load_set
 
@@ -225,7 +225,11 @@ def test_the_pages_rules_agree_with_the_engine(browser: Browser, site: str) -> N
         try:
             position = new_game(game, text)
         except ValueError as exc:
-            assert page == {"error": str(exc)}, (game, text)
+            refused: str | None = str(exc)
+        else:
+            refused = None
+        if refused is not None:  # the page says what the engine says
+            assert page == {"error": refused}, (game, text)
             continue
         outcome = position.outcome()
         cells = [c for row in engine_cells(game, text) for c in row]
@@ -260,7 +264,7 @@ def test_a_game_clicked_to_its_end_against_the_bot(browser: Browser, site: str) 
     status = browser.driver.find_element("id", "play-status")
     for turn in range(21):
         browser.wait(
-            lambda d: status.text.startswith(("Your move", "You win", "plybot wins", "Draw")),
+            lambda _d: status.text.startswith(("Your move", "You win", "plybot wins", "Draw")),
             timeout=60,
             message=f"no reply from the bot (status: {status.text!r})",
         )
@@ -285,7 +289,9 @@ def test_a_game_clicked_to_its_end_against_the_bot(browser: Browser, site: str) 
     assert status.text.startswith(ANNOUNCED[winner])
     # The server agrees, and the board drawn is the engine's final position.
     code, game = api_json(site, "GET", f"/v1/games/{state['id']}")
-    assert code == 200 and game["status"] != "ongoing" and game["winner"] == winner
+    assert code == 200
+    assert game["status"] != "ongoing"
+    assert game["winner"] == winner
     assert board_cells(browser, "play") == engine_cells("connect4", state["position"])
     if winner is not None:
         assert len(browser.driver.find_elements("css selector", "#play-board .cell.win")) >= 4
@@ -301,7 +307,7 @@ def test_a_tictactoe_game_played_with_the_keyboard(browser: Browser, site: str) 
     body = browser.driver.find_element("css selector", "body")
     for _ in range(5):
         browser.wait(
-            lambda d: status.text.startswith(("Your move", "You win", "plybot wins", "Draw")),
+            lambda _d: status.text.startswith(("Your move", "You win", "plybot wins", "Draw")),
             timeout=60,
         )
         if not status.text.startswith("Your move"):
@@ -330,7 +336,8 @@ def test_analysis_shows_the_exact_score_of_every_column(
     notation, score = benchmark_position
     open_page(browser, f"{site}/#/analyse/connect4/{notation}")
     result = wait_analysed(browser)
-    assert result["exact"] and result["score"] == score
+    assert result["exact"]
+    assert result["score"] == score
 
     position = Connect4.parse(notation)
     expected = Solver().analyze(position).moves
@@ -345,7 +352,8 @@ def test_analysis_shows_the_exact_score_of_every_column(
         "return [...document.querySelectorAll('#analyse-board .chip.best')]"
         ".map((c) => Number(c.dataset.move) + 1)"
     )
-    assert best and all(shown[c][0] == score for c in best)
+    assert best
+    assert all(shown[c][0] == score for c in best)
 
     # The verdict in words: who wins, with which of its moves from now.
     verdict = browser.driver.find_element("id", "an-verdict").text
@@ -360,7 +368,9 @@ def test_analysis_shows_the_exact_score_of_every_column(
     pv = browser.js(
         "return [...document.querySelectorAll('#an-pv .pv-move')].map((b) => b.textContent)"
     )
-    assert pv and pv == result["pv"][:10] and pv[0] in {str(c) for c in best}
+    assert pv
+    assert pv == result["pv"][:10]
+    assert pv[0] in {str(c) for c in best}
 
     streamed = browser.js("return window.plybot.analyser.streamed")
     assert streamed, "no progress event reached the page over the event stream"
@@ -401,7 +411,8 @@ def test_a_shared_url_restores_the_position(browser: Browser, site: str) -> None
     stop = browser.driver.find_element("css selector", "#analyse-board .drop[tabindex='0']")
     stop.send_keys(Keys.ARROW_LEFT)
     focused = browser.driver.switch_to.active_element
-    assert focused.get_attribute("class") == "drop" and focused != stop
+    assert focused.get_attribute("class") == "drop"
+    assert focused != stop
     assert focused.value_of_css_property("outline-style") != "none"
     column = int(focused.get_attribute("data-move")) + 1
     focused.send_keys(Keys.ENTER)
@@ -436,7 +447,7 @@ def test_an_illegal_paste_shows_the_apis_message(browser: Browser, site: str) ->
     box.clear()
     box.send_keys("44444444\n")
     alert = browser.driver.find_element("id", "analyse-alert")
-    browser.wait(lambda d: alert.is_displayed() and alert.text, message="no error shown")
+    browser.wait(lambda _d: alert.is_displayed() and alert.text, message="no error shown")
 
     code, body = api_json(
         site, "POST", "/v1/analyses", {"game": "connect4", "position": "44444444", "mode": "solve"}
@@ -451,7 +462,7 @@ def test_an_illegal_paste_shows_the_apis_message(browser: Browser, site: str) ->
 
     box.clear()
     box.send_keys(LATE[:-2] + "\n")
-    browser.wait(lambda d: not alert.is_displayed(), message="the error stayed")
+    browser.wait(lambda _d: not alert.is_displayed(), message="the error stayed")
     assert board_cells(browser, "analyse") == engine_cells("connect4", LATE[:-2])
     assert box.get_attribute("aria-invalid") is None
     assert browser.errors() == []
@@ -471,7 +482,8 @@ def test_the_page_fits_a_phone(
         "const r = document.querySelector('#analyse-board .board').getBoundingClientRect();"
         "return [r.left, r.right];"
     )
-    assert box[0] >= 0 and box[1] <= PHONE[0]
+    assert box[0] >= 0
+    assert box[1] <= PHONE[0]
     browser.screenshot("analysis-phone")
     browser.dark()
     browser.screenshot("analysis-phone-dark")
@@ -481,16 +493,17 @@ def test_the_page_fits_a_phone(
     new_game_in_page(browser, "connect4", "easy")
     status = browser.driver.find_element("id", "play-status")
     for column in (4, 3):
-        browser.wait(lambda d: status.text.startswith("Your move"), timeout=30)
+        browser.wait(lambda _d: status.text.startswith("Your move"), timeout=30)
         browser.driver.find_element("css selector", f".drop[data-move='{column - 1}']").click()
-    browser.wait(lambda d: status.text.startswith(("Your move", "You win", "plybot")), timeout=30)
+    browser.wait(lambda _d: status.text.startswith(("Your move", "You win", "plybot")), timeout=30)
     assert browser.js("return document.documentElement.scrollWidth") <= PHONE[0]
     browser.screenshot("play-phone")
     assert browser.errors() == []
 
 
+@pytest.mark.usefixtures("workers")
 def test_a_rate_limit_is_shown_and_the_page_recovers(
-    browser: Browser, redis_client: redis.Redis, redis_url: str, workers: object
+    browser: Browser, redis_client: redis.Redis, redis_url: str
 ) -> None:
     """Past the rate limit the page says so, with the wait the API gives, and
     retries by itself once the window has passed."""
@@ -515,12 +528,12 @@ def test_a_rate_limit_is_shown_and_the_page_recovers(
                 time.sleep(left + 0.2)
         browser.driver.find_element("css selector", "body").send_keys("9")
         alert = browser.driver.find_element("id", "analyse-alert")
-        browser.wait(lambda d: "Too many requests" in alert.text, message="no rate-limit message")
+        browser.wait(lambda _d: "Too many requests" in alert.text, message="no rate-limit message")
         assert re.search(r"retrying in \d+ s", alert.text)
         browser.screenshot("rate-limited")
         result = wait_analysed(browser, timeout=30)  # the retry after the window succeeded
         assert result["exact"]
-        browser.wait(lambda d: not alert.is_displayed(), message="the message stayed")
+        browser.wait(lambda _d: not alert.is_displayed(), message="the message stayed")
         assert chip_scores_cells(browser) == {
             int(move): score for move, score in result["moves"].items()
         }
@@ -538,14 +551,15 @@ def test_service_unavailable_is_shown_and_the_page_recovers(
     try:
         browser.driver.find_element("css selector", "body").send_keys("1")
         alert = browser.driver.find_element("id", "analyse-alert")
-        browser.wait(lambda d: "unavailable" in alert.text, message="no 'unavailable' message")
+        browser.wait(lambda _d: "unavailable" in alert.text, message="no 'unavailable' message")
         assert "retrying" in alert.text
         browser.screenshot("unavailable")
     finally:
         redis_server.start()
     result = wait_analysed(browser, timeout=60)
-    assert result["exact"] and browser.driver.current_url.endswith("#/analyse/tictactoe/51")
-    browser.wait(lambda d: not alert.is_displayed(), message="the message stayed")
+    assert result["exact"]
+    assert browser.driver.current_url.endswith("#/analyse/tictactoe/51")
+    browser.wait(lambda _d: not alert.is_displayed(), message="the message stayed")
     assert browser.errors() == []
 
 
@@ -558,7 +572,7 @@ def test_play_view_recovers_by_itself_when_the_service_comes_back(
     open_page(browser, site + "/#/play")
     new_game_in_page(browser, "connect4", "easy", "human")
     status = browser.driver.find_element("id", "play-status")
-    browser.wait(lambda d: status.text.startswith("Your move"), timeout=60)
+    browser.wait(lambda _d: status.text.startswith("Your move"), timeout=60)
     alert = browser.driver.find_element("id", "play-alert")
     # The service's Redis keeps its data across a restart (`plybot up`'s is persistent); this
     # one does not, so it saves by hand, and the snapshot goes once loaded.
@@ -567,7 +581,7 @@ def test_play_view_recovers_by_itself_when_the_service_comes_back(
     redis_server.stop()
     try:
         browser.driver.find_element("css selector", ".drop[data-move='3']").click()
-        browser.wait(lambda d: "unavailable" in alert.text, message="no 'unavailable' message")
+        browser.wait(lambda _d: "unavailable" in alert.text, message="no 'unavailable' message")
         assert "retrying in" in alert.text
         assert "Your move was taken back" in alert.text  # and it says so
         assert browser.js("return window.plybot.player.position.ply") == 0  # shown unplayed
@@ -575,12 +589,12 @@ def test_play_view_recovers_by_itself_when_the_service_comes_back(
         redis_server.start()
         (redis_server.data_dir / "dump.rdb").unlink(missing_ok=True)
     browser.wait(
-        lambda d: not alert.is_displayed(), timeout=30, message=f"the message stayed: {alert.text}"
+        lambda _d: not alert.is_displayed(), timeout=30, message=f"the message stayed: {alert.text}"
     )
     assert status.text.startswith("Your move")
     browser.driver.find_element("css selector", ".drop[data-move='3']").click()
     browser.wait(
-        lambda d: (
+        lambda _d: (
             browser.js("return window.plybot.player.session.position").startswith("4")
             and len(browser.js("return window.plybot.player.session.position")) == 2
         ),
@@ -601,7 +615,7 @@ def service_status(base: str) -> dict:
 
 def wait_workers_idle(browser: Browser, base: str, timeout: float, message: str) -> None:
     browser.wait(
-        lambda d: service_status(base)["workers_busy"] == 0, timeout=timeout, message=message
+        lambda _d: service_status(base)["workers_busy"] == 0, timeout=timeout, message=message
     )
 
 
@@ -626,7 +640,7 @@ def start_long_solve(browser: Browser, site: str, notation: str) -> str:
         message="the page never submitted the analysis",
     )
     browser.wait(
-        lambda d: any(w["job"] == job for w in service_status(site)["workers"]),
+        lambda _d: any(w["job"] == job for w in service_status(site)["workers"]),
         timeout=30,
         message="no worker took the analysis",
     )
@@ -651,7 +665,8 @@ def test_leaving_an_analysis_cancels_it_on_the_server(browser: Browser, site: st
     wait_job_stopped(browser, site, job, 10, "the worker was still busy after the page moved on")
     freed_after = time.monotonic() - started
     code, analysis = api_json(site, "GET", f"/v1/analyses/{job}")
-    assert code == 200 and analysis["status"] == "failed", analysis
+    assert code == 200, analysis
+    assert analysis["status"] == "failed", analysis
     assert "cancel" in (analysis["error"] or "").lower()
     wait_analysed(browser)  # the new position is analysed as usual
 
@@ -691,16 +706,20 @@ def test_an_estimate_never_looks_like_a_result(browser: Browser, site: str) -> N
     assert set(proven) < set(chips), (proven, chips)  # something is only estimated
     for column, (score, words, kind) in chips.items():
         if column in proven:
-            assert kind != "eval" and score == proven[column], (column, chips)
+            assert kind != "eval", (column, chips)
+            assert score == proven[column], (column, chips)
         else:
-            assert kind == "eval" and words.startswith("est."), (column, chips)
+            assert kind == "eval", (column, chips)
+            assert words.startswith("est."), (column, chips)
     assert browser.driver.find_elements("css selector", "#analyse-board .chip.best") == []
     verdict = browser.driver.find_element("id", "an-verdict").text
     assert verdict.startswith("Not solved. Estimate:"), verdict
     note = browser.driver.find_element("id", "an-note")
-    assert note.is_displayed() and "not a result" in note.text
+    assert note.is_displayed()
+    assert "not a result" in note.text
     legend = browser.driver.find_element("css selector", ".legend").text
-    assert "est. +N" in legend and "estimate, not a result" in legend
+    assert "est. +N" in legend
+    assert "estimate, not a result" in legend
     stats = browser.driver.find_element("id", "an-stats").text
     assert stats.startswith("Estimated in"), stats
     for jargon in ("nodes", "cache", "worker", result["worker"]):
@@ -716,7 +735,7 @@ def test_an_illegal_link_and_a_full_column_say_so(browser: Browser, site: str) -
     analysis and (a taken cell) in a game: a message, no uncaught error."""
     open_page(browser, f"{site}/#/analyse/connect4/44444444")
     alert = browser.driver.find_element("id", "analyse-alert")
-    browser.wait(lambda d: "column 4 is full (move 7)" in alert.text, message="no message")
+    browser.wait(lambda _d: "column 4 is full (move 7)" in alert.text, message="no message")
     assert "link" in alert.text
     verdict = browser.driver.find_element("id", "an-verdict").text
     assert verdict.startswith("No evaluation"), verdict
@@ -727,18 +746,18 @@ def test_an_illegal_link_and_a_full_column_say_so(browser: Browser, site: str) -
     wait_analysed(browser)
     alert = browser.driver.find_element("id", "analyse-alert")
     browser.driver.find_element("css selector", "body").send_keys("4")
-    browser.wait(lambda d: "Column 4 is full" in alert.text, message="no full-column message")
+    browser.wait(lambda _d: "Column 4 is full" in alert.text, message="no full-column message")
     browser.driver.find_element("css selector", "body").send_keys("5")
-    browser.wait(lambda d: not alert.is_displayed(), message="the message outlived its cause")
+    browser.wait(lambda _d: not alert.is_displayed(), message="the message outlived its cause")
 
     open_page(browser, site + "/#/play")
     new_game_in_page(browser, "tictactoe", "perfect", "human")
     status = browser.driver.find_element("id", "play-status")
-    browser.wait(lambda d: status.text.startswith("Your move"), timeout=60)
+    browser.wait(lambda _d: status.text.startswith("Your move"), timeout=60)
     body = browser.driver.find_element("css selector", "body")
     body.send_keys("5")
     browser.wait(
-        lambda d: (
+        lambda _d: (
             status.text.startswith("Your move")
             and browser.js("return window.plybot.player.position.ply") == 2
         ),
@@ -746,7 +765,7 @@ def test_an_illegal_link_and_a_full_column_say_so(browser: Browser, site: str) -
     )
     body.send_keys("5")
     play_alert = browser.driver.find_element("id", "play-alert")
-    browser.wait(lambda d: "Cell 5 is taken" in play_alert.text, message="no taken-cell message")
+    browser.wait(lambda _d: "Cell 5 is taken" in play_alert.text, message="no taken-cell message")
     assert browser.errors() == []
 
 
@@ -757,7 +776,7 @@ def test_confirmations_turns_and_announcements(browser: Browser, site: str) -> N
     open_page(browser, site + "/#/play")
     new_game_in_page(browser, "tictactoe", "perfect", "human")
     status = browser.driver.find_element("id", "play-status")
-    browser.wait(lambda d: status.text.startswith("Your move"), timeout=60)
+    browser.wait(lambda _d: status.text.startswith("Your move"), timeout=60)
     numbers = browser.js(
         "return [...document.querySelectorAll('#play-board .cellnum')].map((n) => n.textContent)"
     )
@@ -777,7 +796,7 @@ def test_confirmations_turns_and_announcements(browser: Browser, site: str) -> N
     )
     browser.driver.find_element("css selector", "body").send_keys("5")
     browser.wait(
-        lambda d: (
+        lambda _d: (
             browser.js("return window.plybot.player.position.ply") == 2
             and status.text.startswith("Your move")
         ),
@@ -809,15 +828,16 @@ def test_confirmations_turns_and_announcements(browser: Browser, site: str) -> N
     dialog = browser.driver.find_element("id", "confirm")
     for button in ("play-resign", "play-new"):
         browser.driver.find_element("id", button).click()
-        browser.wait(lambda d: dialog.get_attribute("open") is not None, message="no question")
+        browser.wait(lambda _d: dialog.get_attribute("open") is not None, message="no question")
         browser.screenshot(f"confirm-{button}")
         browser.driver.find_element("id", "confirm-no").click()
-        browser.wait(lambda d: dialog.get_attribute("open") is None)
+        browser.wait(lambda _d: dialog.get_attribute("open") is None)
         session = browser.js("return window.plybot.player.session")
-        assert session["id"] == game_id and session["status"] == "ongoing"
+        assert session["id"] == game_id
+        assert session["status"] == "ongoing"
     browser.driver.find_element("id", "play-resign").click()
     browser.driver.find_element("id", "confirm-yes").click()
-    browser.wait(lambda d: status.text.startswith("plybot wins by resignation"), timeout=30)
+    browser.wait(lambda _d: status.text.startswith("plybot wins by resignation"), timeout=30)
     assert browser.errors() == []
 
 
@@ -827,11 +847,11 @@ def test_take_back_in_a_game_against_the_bot(browser: Browser, site: str) -> Non
     new_game_in_page(browser, "tictactoe", "easy", "human")
     status = browser.driver.find_element("id", "play-status")
     takeback = browser.driver.find_element("id", "play-takeback")
-    browser.wait(lambda d: status.text.startswith("Your move"), timeout=60)
+    browser.wait(lambda _d: status.text.startswith("Your move"), timeout=60)
     assert not takeback.is_displayed()  # nothing to take back yet
     browser.driver.find_element("css selector", "body").send_keys("5")
     browser.wait(
-        lambda d: (
+        lambda _d: (
             browser.js("return window.plybot.player.position.ply") == 2
             and takeback.is_displayed()
             and takeback.is_enabled()
@@ -839,7 +859,7 @@ def test_take_back_in_a_game_against_the_bot(browser: Browser, site: str) -> Non
         timeout=60,
     )
     takeback.click()
-    browser.wait(lambda d: browser.js("return window.plybot.player.position.ply") == 0, timeout=30)
+    browser.wait(lambda _d: browser.js("return window.plybot.player.position.ply") == 0, timeout=30)
     session = browser.js("return window.plybot.player.session")
     assert (session["moves"], session["turn"], session["takebacks"]) == ([], "human", 1)
     assert not takeback.is_displayed()
@@ -899,7 +919,7 @@ def test_a_review_marks_the_move_that_lost(browser: Browser, site: str) -> None:
     body = browser.driver.find_element("css selector", "body")
     while True:
         browser.wait(
-            lambda d: status.text.startswith(("Your move", "You win", "plybot wins", "Draw")),
+            lambda _d: status.text.startswith(("Your move", "You win", "plybot wins", "Draw")),
             timeout=60,
         )
         if not status.text.startswith("Your move"):
@@ -911,7 +931,7 @@ def test_a_review_marks_the_move_that_lost(browser: Browser, site: str) -> None:
         body.send_keys(position.move_name(worst))
         ply = position.ply
         browser.wait(
-            lambda d, ply=ply: browser.js("return window.plybot.player.position.ply") > ply
+            lambda _d, ply=ply: browser.js("return window.plybot.player.position.ply") > ply
         )
     assert status.text.startswith("plybot wins")
     moves = browser.js("return window.plybot.player.session.position")
@@ -920,7 +940,8 @@ def test_a_review_marks_the_move_that_lost(browser: Browser, site: str) -> None:
     for ply in range(len(moves)):
         position = new_game("tictactoe", moves[:ply])
         found = analyze(position, mode="solve", all_moves=True)
-        assert found.exact and found.moves is not None
+        assert found.exact
+        assert found.moves is not None
         played = found.moves[position.parse_move(moves[ply])]
         if (played > 0) - (played < 0) < (found.score > 0) - (found.score < 0):
             expected.append(ply + 1)
@@ -928,7 +949,7 @@ def test_a_review_marks_the_move_that_lost(browser: Browser, site: str) -> None:
 
     browser.driver.find_element("id", "play-review").click()
     review = browser.driver.find_element("id", "an-review-status")
-    browser.wait(lambda d: review.text.startswith("Review done"), timeout=120)
+    browser.wait(lambda _d: review.text.startswith("Review done"), timeout=120)
     marked = browser.js(
         "return [...document.querySelectorAll('#an-tree .tree-move.blunder')]"
         ".map((b) => Number(b.dataset.ply))"
@@ -974,7 +995,8 @@ def test_api_docs_render_without_the_internet(browser: Browser, site: str) -> No
             body = browser.js("return document.body.innerText")
             raise AssertionError(f"Swagger UI did not render: {browser.errors()} {body}") from exc
         loaded = browser.js("return performance.getEntriesByType('resource').map((e) => e.name)")
-        assert loaded and all(u.startswith(site + "/") for u in loaded), loaded
+        assert loaded, loaded
+        assert all(u.startswith(site + "/") for u in loaded), loaded
         browser.screenshot("docs-offline", full=False)
     finally:
         browser.driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
@@ -1023,9 +1045,9 @@ def test_axe_finds_no_violations(browser: Browser, site: str, axe_source: str, d
     open_page(browser, site + "/#/play")
     new_game_in_page(browser, "connect4", "easy", "human")
     state = "const p = window.plybot.player; return p.myTurn && p.session.position;"
-    browser.wait(lambda d: browser.js(state) == "", timeout=60, message="no new game")
+    browser.wait(lambda _d: browser.js(state) == "", timeout=60, message="no new game")
     browser.driver.find_element("css selector", ".drop[data-move='3']").click()
-    browser.wait(lambda d: len(browser.js(state) or "") == 2, timeout=60, message="no reply")
+    browser.wait(lambda _d: len(browser.js(state) or "") == 2, timeout=60, message="no reply")
     found = axe_violations(browser, axe_source)
     assert found == [], json.dumps(found, indent=1)
     browser.screenshot("play-desktop")
@@ -1064,7 +1086,8 @@ def test_column_chips_fill_in_one_by_one(browser: Browser, site: str) -> None:
     )
     browser.js("location.hash = '#/analyse/connect4/265223355774'")  # used by no other test
     result = wait_analysed(browser)
-    assert result["exact"] and len(result["moves"]) == 7
+    assert result["exact"]
+    assert len(result["moves"]) == 7
     counts = browser.js("return window.exactCounts")
     assert counts[-1] == 7, counts
     assert any(0 < n < 7 for n in counts), counts  # some columns were shown before the rest
@@ -1120,10 +1143,10 @@ def test_a_bot_still_thinking_is_said_and_the_notice_clears(browser: Browser) ->
             new_game_in_page(browser, "tictactoe", "easy", "human")
             status = browser.driver.find_element("id", "play-status")
             alert = browser.driver.find_element("id", "play-alert")
-            browser.wait(lambda d: status.text.startswith("Your move"), timeout=60)
+            browser.wait(lambda _d: status.text.startswith("Your move"), timeout=60)
             browser.driver.find_element("css selector", "body").send_keys("5")
             browser.wait(
-                lambda d: "still thinking" in alert.text, message="no 'still thinking' notice"
+                lambda _d: "still thinking" in alert.text, message="no 'still thinking' notice"
             )
             assert browser.js("return window.plybot.player.position.ply") == 1
             assert status.text == "plybot is thinking…"
@@ -1132,11 +1155,11 @@ def test_a_bot_still_thinking_is_said_and_the_notice_clears(browser: Browser) ->
             try:
                 pool.wait_ready()
                 browser.wait(
-                    lambda d: status.text.startswith("Your move"),
+                    lambda _d: status.text.startswith("Your move"),
                     timeout=60,
                     message="the bot's reply never reached the page",
                 )
-                browser.wait(lambda d: not alert.is_displayed(), message="the notice stayed")
+                browser.wait(lambda _d: not alert.is_displayed(), message="the notice stayed")
                 assert browser.js("return window.plybot.player.position.ply") == 2
             finally:
                 pool.stop()

@@ -127,7 +127,8 @@ def test_a_redis_outage_is_ridden_out_and_costs_no_attempt(
     late = start_pool(pools, url, 1)
     wait_for(lambda: children(late.pid), "the late pool's worker started")
     while time.monotonic() - down_at < 3 * LEASE_S:  # the fault: every lease lapses
-        assert pool.process.poll() is None and late.process.poll() is None
+        assert pool.process.poll() is None
+        assert late.process.poll() is None
         time.sleep(0.1)
     own_redis.start()
 
@@ -136,9 +137,11 @@ def test_a_redis_outage_is_ridden_out_and_costs_no_attempt(
         done = wait_for(lambda j=job_id: finished(store, j), f"{job_id} finished")
         assert isinstance(done, JobState)
         assert done.status == "done", done.error
-        assert done.result is not None and done.result.score == expected[position], position
+        assert done.result is not None, position
+        assert done.result.score == expected[position], position
         assert done.attempts == 1, (position, done.attempts)  # the outage is no attempt
-    assert pool.process.poll() is None and late.process.poll() is None
+    assert pool.process.poll() is None
+    assert late.process.poll() is None
     late.wait_ready()
     pool.wait_ready()
 
@@ -153,7 +156,8 @@ def test_a_hung_worker_loses_its_job_to_a_live_one(
     position, score = next(iter(LONG.items()))
     job_id = store.submit(solve(position))
     first = wait_for(lambda: running(store, job_id), "running")
-    assert isinstance(first, JobState) and first.worker
+    assert isinstance(first, JobState)
+    assert first.worker
     pid = pool.kill_worker(first.worker, signal.SIGSTOP)  # alive to its supervisor, but hung
     try:
         second = wait_for(
@@ -161,10 +165,14 @@ def test_a_hung_worker_loses_its_job_to_a_live_one(
             "run again by the live worker",
             timeout=60,
         )
-        assert isinstance(second, JobState) and second.worker != first.worker
+        assert isinstance(second, JobState)
+        assert second.worker != first.worker
         done = wait_for(lambda: finished(store, job_id), "finished")
-        assert isinstance(done, JobState) and done.status == "done"
-        assert done.worker == second.worker and done.result and done.result.score == score
+        assert isinstance(done, JobState)
+        assert done.status == "done"
+        assert done.worker == second.worker
+        assert done.result
+        assert done.result.score == score
     finally:
         os.kill(pid, signal.SIGCONT)
     # Woken up, the hung worker cannot answer the job again, and serves on.
@@ -202,16 +210,19 @@ def test_nothing_a_running_job_needs_can_be_evicted(
     assert {key: conn.ttl(key) for key in kept} == dict.fromkeys(kept, -1)
     due = conn.zscore(keys.RETAINED, job_id)
     ended = state(store, job_id).ended_at
-    assert due is not None and ended is not None
+    assert due is not None
+    assert ended is not None
     assert due == pytest.approx(ended + store.settings.result_ttl_s, abs=1)
-    assert store.forget_expired(now=due - 1) == 0 and conn.exists(*kept) == 2
+    assert store.forget_expired(now=due - 1) == 0
+    assert conn.exists(*kept) == 2
     assert store.forget_expired(now=due + 1) == 1  # what every worker's reaper does
     assert conn.exists(*kept, keys.progress(job_id)) == 0
     assert conn.zscore(keys.RETAINED, job_id) is None
 
 
+@pytest.mark.usefixtures("clean_redis")
 def test_a_running_analysis_stops_within_a_second_of_its_cancel(
-    clean_redis: redis.Redis, redis_url: str, worker_pool: Callable[..., WorkerPool]
+    redis_url: str, worker_pool: Callable[..., WorkerPool]
 ) -> None:
     worker_pool(1)
     store = store_for(redis_url)
@@ -221,15 +232,17 @@ def test_a_running_analysis_stops_within_a_second_of_its_cancel(
     assert store.withdraw(job_id) == "stopping"
     done = wait_for(lambda: finished(store, job_id), "stopped", timeout=30)
     took = time.monotonic() - asked
-    assert isinstance(done, JobState) and done.status == "failed"
+    assert isinstance(done, JobState)
+    assert done.status == "failed"
     assert done.error == "canceled by the requester"
     print(f"cancel to stop: {took * 1000:.0f} ms")
     assert took < 1.0, f"stopped {took:.2f} s after the cancel"
 
 
 @pytest.mark.serial
+@pytest.mark.usefixtures("clean_redis")
 def test_bot_moves_do_not_wait_behind_analyses(
-    clean_redis: redis.Redis, redis_url: str, worker_pool: Callable[..., WorkerPool]
+    redis_url: str, worker_pool: Callable[..., WorkerPool]
 ) -> None:
     worker_pool(2)
     store = store_for(redis_url)
@@ -244,13 +257,17 @@ def test_bot_moves_do_not_wait_behind_analyses(
         move = store.submit(MoveRequest(game="tictactoe", position=position, level="hard"))
         done = wait_for(lambda m=move: finished(store, m), "the bot's move", timeout=30)
         waits.append(time.monotonic() - asked)
-        assert isinstance(done, JobState) and done.status == "done", done
+        assert isinstance(done, JobState), done
+        assert done.status == "done", done
     print("bot move waits behind busy workers (ms):", [round(w * 1000) for w in waits])
     assert max(waits) <= 1.0, waits
     for job_id, score in analyses.items():  # preempted analyses run on, uncharged
         done = wait_for(lambda j=job_id: finished(store, j), "analysis done", timeout=300)
-        assert isinstance(done, JobState) and done.status == "done"
-        assert done.result and done.result.score == score and done.attempts == 1
+        assert isinstance(done, JobState)
+        assert done.status == "done"
+        assert done.result
+        assert done.result.score == score
+        assert done.attempts == 1
 
 
 def test_solver_tables_stay_within_the_worker_budget(
@@ -270,7 +287,8 @@ def test_solver_tables_stay_within_the_worker_budget(
         request = AnalysisRequest(game="connect4", variant=variant, position="1", mode="solve")
         job_id = store.submit(request)
         done = wait_for(lambda j=job_id: finished(store, j), f"{variant} solved")
-        assert isinstance(done, JobState) and done.status == "done", done.error
+        assert isinstance(done, JobState), done.error
+        assert done.status == "done", done.error
         info = _fresh_info(clean_redis, name)
         assert 0 < info["table_bytes"] <= budget_mb << 20, (variant, info)
     print(
@@ -281,8 +299,9 @@ def test_solver_tables_stay_within_the_worker_budget(
     assert info["rss"] - first["rss"] < (budget_mb + 48) << 20, (first, info)
 
 
+@pytest.mark.usefixtures("clean_redis")
 def test_a_worker_past_its_memory_budget_makes_way_for_a_fresh_one(
-    clean_redis: redis.Redis, redis_url: str, worker_pool: Callable[..., WorkerPool]
+    redis_url: str, worker_pool: Callable[..., WorkerPool]
 ) -> None:
     # A budget below any Python process: each worker leaves after its first job.
     pool = worker_pool(1, env={"PLYBOT_WORKER_MEMORY_MB": "1"})
@@ -292,12 +311,14 @@ def test_a_worker_past_its_memory_budget_makes_way_for_a_fresh_one(
         request = AnalysisRequest(game="connect4", position=position, mode="solve")
         job_id = store.submit(request)
         done = wait_for(lambda j=job_id: finished(store, j), f"{position} solved")
-        assert isinstance(done, JobState) and done.status == "done", done.error
+        assert isinstance(done, JobState), done.error
+        assert done.status == "done", done.error
         assert done.attempts == 1  # finished, then replaced: never run twice
         served_by.append(done.result.worker if done.result else "")
         # The supervisor starts the replacement at once, and it takes the next job.
         wait_for(lambda n=served_by[-1]: set(pool.workers()) - {n}, "a fresh worker")
-    assert served_by[0] != served_by[1] and all(served_by), served_by
+    assert served_by[0] != served_by[1], served_by
+    assert all(served_by), served_by
     os.kill(pool.pid, 0)  # the supervisor runs on (this raises if it exited)
 
 
@@ -363,13 +384,15 @@ def test_rq_tools_see_the_workers_and_the_jobs_they_run(
         [rq, "info", "--url", redis_url], capture_output=True, text=True, check=True
     ).stdout
     print(shown)
-    assert "2 workers" in shown and "2 executing" in shown, shown
+    assert "2 workers" in shown, shown
+    assert "2 executing" in shown, shown
     assert all(name in shown for name in names), shown
     # A failed job goes to RQ's FailedJobRegistry, a done one to its FinishedJobRegistry.
     store.cancel(analyses[0])
     wait_for(lambda: finished(store, analyses[0]), "canceled")
     done = wait_for(lambda: finished(store, analyses[1]), "done", timeout=300)
-    assert isinstance(done, JobState) and done.status == "done"
+    assert isinstance(done, JobState)
+    assert done.status == "done"
     assert FailedJobRegistry(queue=queue).get_job_ids() == [analyses[0]]
     assert FinishedJobRegistry(queue=queue).get_job_ids() == [analyses[1]]
     assert StartedJobRegistry(queue=queue).get_job_ids() == []
@@ -379,7 +402,8 @@ def test_rq_tools_see_the_workers_and_the_jobs_they_run(
     subprocess.run(requeue, capture_output=True, text=True, check=True)
     wait_for(lambda: state(store, analyses[0]).status == "running", "requeued, running again")
     again = state(store, analyses[0])
-    assert again.attempts == 1 and not again.error, again
+    assert again.attempts == 1, again
+    assert not again.error, again
     assert FailedJobRegistry(queue=queue).get_job_ids() == []
     assert StartedJobRegistry(queue=queue).get_job_ids() == [analyses[0]]
     store.cancel(analyses[0])  # (a long solve: not waited for)
@@ -403,5 +427,8 @@ def test_a_job_whose_finish_redis_lost_is_run_again_uncharged(
     clean_redis.hdel(keys.job(job_id), "result", "ended_at")
     clean_redis.hset(keys.RUNNING, job_id, name)
     again = wait_for(lambda: (s := finished(store, job_id)) and s.ended_at and s, "done again")
-    assert isinstance(again, JobState) and again.status == "done" and again.result is not None
-    assert again.attempts == 1 and again.worker == name
+    assert isinstance(again, JobState)
+    assert again.status == "done"
+    assert again.result is not None
+    assert again.attempts == 1
+    assert again.worker == name

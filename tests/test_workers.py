@@ -39,7 +39,8 @@ async def wait_running(client: JobClient, job_id: str, *, attempts: int = 1, tim
     raise TimeoutError(f"job {job_id} not running (attempt {attempts})")
 
 
-def test_interactive_jobs_are_served_before_analysis(clean_redis, redis_url, worker_pool) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.usefixtures("clean_redis")
+def test_interactive_jobs_are_served_before_analysis(redis_url, worker_pool) -> None:  # type: ignore[no-untyped-def]
     async def go() -> None:
         async with JobClient(redis_url) as client:
             analyses = [
@@ -56,7 +57,8 @@ def test_interactive_jobs_are_served_before_analysis(clean_redis, redis_url, wor
     run(go())
 
 
-def test_workers_drop_stale_bot_moves(clean_redis, redis_url, worker_pool) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.usefixtures("clean_redis")
+def test_workers_drop_stale_bot_moves(redis_url, worker_pool) -> None:  # type: ignore[no-untyped-def]
     # Only the analysis queue is served: the reaper in the worker drops the waiting move.
     worker_pool(1, queues="analysis", env={"PLYBOT_INTERACTIVE_TTL_S": "0.5"})
 
@@ -104,10 +106,12 @@ def test_progress_events_arrive_in_order_then_the_result(redis_url, worker_pool)
             assert all(p.pv and p.nodes > 0 for p in progress)
             assert [p.nodes for p in progress] == sorted(p.nodes for p in progress)
             result = events[-1].result
-            assert result.depth == 6 and result.score == progress[-1].score
+            assert result.depth == 6
+            assert result.score == progress[-1].score
             # A late subscriber gets the whole history, then the result.
             late = [event async for event in client.events(job_id, timeout=10)]
-            assert [e.progress for e in late[:-1]] == progress and late[-1].result == result
+            assert [e.progress for e in late[:-1]] == progress
+            assert late[-1].result == result
             assert await client.progress(job_id) == progress
 
     run(go())
@@ -146,9 +150,11 @@ def test_a_job_whose_worker_is_killed_completes_on_another(redis_url, worker_poo
             assert time.monotonic() - killed_at < 30
             assert second.worker != first.worker
             result = await client.result(job_id, timeout=120)
-            assert result.worker == second.worker and result.depth == LONG.depth
+            assert result.worker == second.worker
+            assert result.depth == LONG.depth
             state = await client.status(job_id)
-            assert state.attempts == 2 and state.status == "done"
+            assert state.attempts == 2
+            assert state.status == "done"
             with pytest.raises(ProcessLookupError):
                 os.kill(pid, 0)
 
@@ -170,7 +176,8 @@ def test_a_second_death_fails_the_job_with_a_clear_error(redis_url, worker_pool)
             with pytest.raises(JobFailed) as failed:
                 await waiter  # (within the waiter's own 120 s: it fails at once)
             error = failed.value.error
-            assert "worker running this job died" in error and "2 times" in error
+            assert "worker running this job died" in error
+            assert "2 times" in error
             assert second.worker in error
 
     run(go())
@@ -204,7 +211,8 @@ def test_workers_carry_on_after_redis_restarts(redis_server, redis_url, worker_p
             result = await client.analyze(
                 AnalysisRequest(game="tictactoe", position="28"), timeout=60
             )
-            assert result.exact and result.worker in pool.workers()
+            assert result.exact
+            assert result.worker in pool.workers()
 
     run(go())
     assert pool.process.poll() is None

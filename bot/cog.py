@@ -46,11 +46,11 @@ from bot.render import (
     title,
 )
 from bot.service import DiscordGames, Notice, Update, notice
+from bot.settings import BotSettings
 from bot.strings import LANGUAGES, language, say
 from bot.views import COG_NAME, challenge_view, game_view
 from engine.game import Game
-from worker.games import BOT, GameSession
-from worker.settings import Settings
+from worker.core.games import BOT, GameSession
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +169,7 @@ def _place(table: GameSession | Challenge) -> tuple[str | None, str | None]:
 class Games(commands.Cog, name=COG_NAME):
     """Connect Four and tic-tac-toe against plybot or each other, /analyze, /stats."""
 
-    def __init__(self, bot: commands.Bot, service: DiscordGames, settings: Settings) -> None:
+    def __init__(self, bot: commands.Bot, service: DiscordGames, settings: BotSettings) -> None:
         self.bot = bot
         self.service = service
         self.settings = settings

@@ -31,8 +31,8 @@ from engine.connect4 import Connect4
 from engine.game import Game
 from engine.tictactoe import _LINES as LINES
 from engine.tictactoe import TicTacToe
-from worker.contract import LEVELS, AnalysisResult
-from worker.games import BOT, GameSession, GameStatus
+from worker.core.contract import LEVELS, AnalysisResult
+from worker.core.games import BOT, GameSession, GameStatus
 
 KEYCAPS = ("0️⃣", "1️⃣", "2️⃣", "3️⃣", "4️⃣", "5️⃣", "6️⃣", "7️⃣", "8️⃣", "9️⃣")
 

@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from engine.levels import LEVELS as ENGINE_LEVELS
-from worker.contract import (
+from worker.core.contract import (
     LEVELS,
     AnalysisRequest,
     AnalysisResult,
@@ -18,7 +18,7 @@ from worker.contract import (
     MoveResult,
     Progress,
 )
-from worker.settings import get_settings
+from worker.core.settings import get_settings
 
 
 def error_of(model: type, **fields: object) -> tuple[tuple, str]:

@@ -51,5 +51,7 @@ def test_imports_run_one_way(package: str) -> None:
 
 def test_the_check_sees_a_wrong_arrow(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
-    module.write_text("def f():\n    from worker.client import JobClient\n    import redis.asyncio")
+    module.write_text(
+        "def f():\n    from worker.core.client import JobClient\n    import redis.asyncio"
+    )
     assert imported_roots(module) == {("worker", 2), ("redis", 3)}

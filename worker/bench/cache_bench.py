@@ -1,7 +1,7 @@
 """Measure a cached answer through the whole HTTP path against the original search.
 
-    python -m api.cache_bench                      # starts Redis, 2 workers and the API itself
-    python -m api.cache_bench --url http://127.0.0.1:8000   # against a running service
+    python -m worker.bench.cache_bench                # starts Redis, 2 workers and the API
+    python -m worker.bench.cache_bench --url URL      # against a running service
 
 For each of ``-n`` positions of a benchmark set (default ``Test_L1_R2``, whose
 solves take a few hundred ms here), not yet in the shared cache: solve it once
@@ -62,8 +62,8 @@ def _request(http: httpx.Client, position: str) -> tuple[float, dict[str, Any]]:
 @contextlib.contextmanager
 def _service(workers: int) -> Iterator[str]:
     """Redis, ``workers`` warm workers and ``plybot serve`` of our own; yields the API URL."""
-    from worker.processes import PLYBOT, WorkerPool
-    from worker.redis_server import RedisServer, free_port
+    from worker.process.processes import PLYBOT, WorkerPool
+    from worker.process.redis_server import RedisServer, free_port
 
     with RedisServer() as redis:
         pool = WorkerPool(redis.url, workers)
@@ -134,7 +134,7 @@ def run(url: str, positions: list[str], repeat: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m api.cache_bench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m worker.bench.cache_bench", description=__doc__)
     parser.add_argument("--url", help="a running API (default: start a service of our own)")
     parser.add_argument("--set", default="Test_L1_R2", help="benchmark set (default Test_L1_R2)")
     parser.add_argument("-n", type=int, default=8, help="positions (default 8)")

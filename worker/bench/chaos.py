@@ -45,13 +45,14 @@ from typing import Any
 import httpx
 import redis
 
-from worker import keys
-from worker.backoff import Backoff
-from worker.jobstore import JobStore
-from worker.loadtest import load_positions
-from worker.processes import PLYBOT, die_with_parent, stop_process
-from worker.redis_server import RedisServer, free_port
-from worker.settings import get_settings
+from worker.bench.loadtest import load_positions
+from worker.core import keys
+from worker.core.jobstore import JobStore
+from worker.core.keys import as_str
+from worker.core.settings import get_settings
+from worker.process.backoff import Backoff
+from worker.process.processes import PLYBOT, die_with_parent, stop_process
+from worker.process.redis_server import RedisServer, free_port
 
 __all__ = [
     "PHASES",
@@ -145,7 +146,7 @@ class _Service:
         infos = self.store.redis.hgetall(keys.WORKERS)
         found = {}
         for raw_name, raw in infos.items():
-            name = raw_name.decode() if isinstance(raw_name, bytes) else str(raw_name)
+            name = as_str(raw_name)
             if name in alive:
                 found[name] = json.loads(raw)
         return found
@@ -155,9 +156,9 @@ class _Service:
         workers = self.live_workers()
         busy = {}
         for raw_job, raw_worker in self.store.redis.hgetall(keys.RUNNING).items():
-            name = raw_worker.decode() if isinstance(raw_worker, bytes) else str(raw_worker)
+            name = as_str(raw_worker)
             if name in workers:
-                job = raw_job.decode() if isinstance(raw_job, bytes) else str(raw_job)
+                job = as_str(raw_job)
                 busy[name] = {**workers[name], "job": job}
         return busy
 

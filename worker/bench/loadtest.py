@@ -33,12 +33,12 @@ from pathlib import Path
 
 import redis
 
-from worker import keys
-from worker.client import JobClient, JobError
-from worker.contract import AnalysisRequest
-from worker.processes import WorkerPool
-from worker.redis_server import RedisServer
-from worker.settings import get_settings
+from worker.core import keys
+from worker.core.client import JobClient, JobError
+from worker.core.contract import AnalysisRequest
+from worker.core.settings import get_settings
+from worker.process.processes import WorkerPool
+from worker.process.redis_server import RedisServer
 
 __all__ = ["LoadResult", "format_table", "load_positions", "run_load"]
 

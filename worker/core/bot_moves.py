@@ -1,11 +1,11 @@
 """The bot's move in a game: asked of the workers, awaited and played, the one way for
 every front-end (the HTTP API's games and the Discord bot's).
 
-The move is a job on the ``interactive`` queue (through :class:`~worker.client.JobClient`),
-and the session records it (``pending``, :meth:`~worker.games.GameSession.expect_bot`)
+The move is a job on the ``interactive`` queue (through :class:`~worker.core.client.JobClient`),
+and the session records it (``pending``, :meth:`~worker.core.games.GameSession.expect_bot`)
 before anyone waits, so whoever looks at the game next (another request, a restarted
 process) finds the job and plays its answer, or asks again if it failed, was lost or is
-overdue. Both steps are :meth:`~worker.games.GameStore.update` transitions (optimistic
+overdue. Both steps are :meth:`~worker.core.games.GameStore.update` transitions (optimistic
 concurrency): of two processes asking at once, one job is recorded and the other is
 cancelled; of two playing one answer, one plays it and the other finds the game moved on.
 
@@ -21,10 +21,10 @@ import time
 from dataclasses import dataclass
 from typing import cast
 
-from worker.client import JobClient, JobTimeout, UnknownJob
-from worker.contract import JobState, Level, MoveRequest, MoveResult
-from worker.games import BotMove, GameSession, GameStore, GameTurnError, Pending
-from worker.settings import Settings
+from worker.core.client import JobClient, JobTimeout, UnknownJob
+from worker.core.contract import JobState, Level, MoveRequest, MoveResult
+from worker.core.games import BotMove, GameSession, GameStore, GameTurnError, Pending
+from worker.core.settings import Settings
 
 __all__ = ["RETRIES", "BotMoves", "BotTurn"]
 
@@ -126,7 +126,7 @@ class BotMoves:
         overdue); a job still running then goes on, and a later call plays its
         answer. A failed, lost or overdue job is asked again (see :class:`BotMoves`
         for how often). Returns at once when the bot is not to move; raises
-        :class:`~worker.games.GameNotFoundError` if the game is gone.
+        :class:`~worker.core.games.GameNotFoundError` if the game is gone.
         """
         end = None if wait_s is None else time.monotonic() + wait_s
         notice = None

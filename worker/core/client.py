@@ -2,8 +2,8 @@
 
 Usage (async; one client per process, opened at start-up, closed at shutdown)::
 
-    from worker.client import JobClient, JobFailed, JobTimeout, UnknownJob
-    from worker.contract import AnalysisRequest, MoveRequest
+    from worker.core.client import JobClient, JobFailed, JobTimeout, UnknownJob
+    from worker.core.contract import AnalysisRequest, MoveRequest
 
     client = JobClient(settings.redis_url)   # or: async with JobClient(url) as client:
     # Validates on construction: pydantic.ValidationError names the field (-> HTTP 422).
@@ -26,7 +26,7 @@ Usage (async; one client per process, opened at start-up, closed at shutdown)::
     status = await client.service_status()    # queues, oldest wait, workers, cache hits/misses
     await client.aclose()
 
-For ``/metrics`` without the async client: ``worker.position_cache.cache_stats(redis)``
+For ``/metrics`` without the async client: ``worker.core.position_cache.cache_stats(redis)``
 gives the shared cache's hit and miss counters.
 
 Errors: :class:`UnknownJob` (no such id, or expired), :class:`JobFailed` (the job
@@ -73,8 +73,8 @@ from redis.backoff import ExponentialWithJitterBackoff
 
 from engine.analysis import cached_exact
 from engine.connect4 import Connect4
-from worker import keys
-from worker.contract import (
+from worker.core import keys
+from worker.core.contract import (
     AnalysisRequest,
     AnalysisResult,
     Event,
@@ -84,9 +84,10 @@ from worker.contract import (
     MoveResult,
     Progress,
 )
-from worker.jobstore import SUBMIT, JobStore, job_state_from_hash
-from worker.position_cache import CACHE_STATS, CacheProbe, RedisPositionCache
-from worker.settings import Settings, get_settings
+from worker.core.jobstore import SUBMIT, JobStore, job_state_from_hash
+from worker.core.kinds import QUEUES
+from worker.core.position_cache import CACHE_STATS, CacheProbe, RedisPositionCache
+from worker.core.settings import Settings, get_settings
 
 __all__ = [
     "JobClient",
@@ -367,7 +368,7 @@ class JobClient:
     async def withdraw(self, job_id: str) -> str:
         """One requester's cancel: the job stops only if no other requester shares it.
 
-        Returns what happened, as :meth:`worker.jobstore.JobStore.withdraw`:
+        Returns what happened, as :meth:`worker.core.jobstore.JobStore.withdraw`:
         ``"unknown"``, ``"done"``/``"failed"`` (finished, untouched), ``"shared"``
         (it goes on for the others), ``"canceled"`` (it was waiting: failed now) or
         ``"stopping"`` (running: it fails at its next progress event).
@@ -381,7 +382,7 @@ class JobClient:
         r = self.redis
         now = time.time()
         queues = []
-        for name in keys.QUEUES:
+        for name in QUEUES:
             waiting = await r.llen(keys.rq_queue(name))
             oldest = 0.0
             if waiting:

@@ -4,7 +4,7 @@ Pydantic models, sent as JSON (never pickle). The API, the Discord bot, the web
 page and the workers all use these, so a field means the same everywhere.
 
 Requests validate against the engine (the game exists, the position parses and is
-not over) and against the limits in :class:`worker.settings.Settings`, so a
+not over) and against the limits in :class:`worker.core.settings.Settings`, so a
 request that validates can be searched, and within bounds. A
 ``pydantic.ValidationError`` names the field (``loc``) and says what is wrong
 (``msg``), e.g. ``position: Value error, '44448': column 8 is outside 1..7 (move 5)``.
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from engine.game import Game, get_game, new_game, require_ongoing
-from worker.settings import get_settings
+from worker.core.settings import get_settings
 
 if TYPE_CHECKING:
     from engine.analysis import Analysis
@@ -34,21 +34,21 @@ __all__ = [
     "BookChunkRequest",
     "BookChunkResult",
     "Event",
-    "JobKind",
+    "JobRequest",
     "JobResult",
     "JobState",
     "JobStatus",
+    "KindName",
     "Mode",
     "MoveRequest",
     "MoveResult",
     "Progress",
-    "QueueName",
 ]
 
 Mode = Literal["solve", "depth", "time"]
 JobStatus = Literal["queued", "running", "done", "failed"]
-JobKind = Literal["analysis", "move", "book"]
-QueueName = Literal["interactive", "analysis", "book"]
+#: The kinds of job (their table: :data:`worker.core.kinds.KINDS`).
+KindName = Literal["analysis", "move", "book"]
 #: The bot's levels (``engine.levels.LEVELS``), easiest first.
 LEVELS = ("easy", "medium", "hard", "perfect")
 Level = Literal["easy", "medium", "hard", "perfect"]
@@ -300,6 +300,7 @@ class MoveResult(BaseModel):
     note: str = ""
 
 
+JobRequest = AnalysisRequest | MoveRequest | BookChunkRequest
 JobResult = AnalysisResult | MoveResult | BookChunkResult
 
 
@@ -307,7 +308,7 @@ class JobState(BaseModel):
     """What is known of a job now: what the API's ``GET /v1/analyses/{id}`` is built from."""
 
     id: str
-    kind: JobKind
+    kind: KindName
     status: JobStatus
     request: AnalysisRequest | MoveRequest | BookChunkRequest
     progress: Progress | None = Field(None, description="The latest progress event.")

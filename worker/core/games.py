@@ -14,7 +14,7 @@ two requests racing on one game cannot corrupt it: each transition is checked
 against the state it really replaces, and the loser of the race sees the
 winner's move (a ``409`` for the HTTP API: not your turn any more).
 
-The bot's moves are asked of the workers through :mod:`worker.bot_moves` (the one
+The bot's moves are asked of the workers through :mod:`worker.core.bot_moves` (the one
 way for every front-end); a session records the job while the bot thinks
 (``pending``), so a restarted front-end can pick the answer up again (see
 :meth:`GameSession.expect_bot` and :meth:`GameSession.play_bot`).
@@ -42,7 +42,8 @@ from redis.asyncio import Redis
 from redis.exceptions import WatchError
 
 from engine.game import Game, new_game
-from worker.contract import LEVELS, MoveResult
+from worker.core.contract import LEVELS, MoveResult
+from worker.core.keys import as_str
 
 __all__ = [
     "BOT",
@@ -449,7 +450,7 @@ class GameStore:
 
     async def _ids(self, index: str, before: float) -> list[str]:
         found: list[Any] = await self.redis.zrangebyscore(index, "-inf", before)
-        return [i.decode() if isinstance(i, bytes) else str(i) for i in found]
+        return [as_str(i) for i in found]
 
     def _write(self, pipe: Any, session: GameSession) -> None:
         ttl = None if session.ongoing or not self.finished_ttl_s else int(self.finished_ttl_s)

@@ -2,15 +2,15 @@
 
 A job is an RQ job (enqueued with RQ: its record ``rq:job:<id>`` names the job
 function and its JSON argument, its id waits in ``rq:queue:<name>``) plus the
-contract's view of it in ``plybot:job:<id>`` (see :mod:`worker.keys`). The
-workers (:mod:`worker.runner`) pop ids from RQ's queues and keep RQ's record's
+contract's view of it in ``plybot:job:<id>`` (see :mod:`worker.core.keys`). The
+workers (:mod:`worker.process.runner`) pop ids from RQ's queues and keep RQ's record's
 status, times and worker name up to date in the same atomic steps as ours.
 Status moves ``queued -> running -> done | failed``, or back to ``queued`` when
 a worker died; reaching ``done`` or ``failed`` happens exactly once (a Lua
 compare-and-set), publishes the final event, and starts the record's TTL.
 
 This module is synchronous (redis-py) and takes a connection with
-``decode_responses=False``, as RQ needs; :mod:`worker.client` is the async face.
+``decode_responses=False``, as RQ needs; :mod:`worker.core.client` is the async face.
 """
 
 from __future__ import annotations
@@ -31,19 +31,21 @@ from rq.serializers import JSONSerializer
 from rq.utils import now as rq_now
 from rq.utils import utcformat
 
-from worker import keys
-from worker.contract import (
+from worker.core import keys
+from worker.core.contract import (
     AnalysisRequest,
     AnalysisResult,
     BookChunkRequest,
     BookChunkResult,
     Event,
+    JobRequest,
     JobState,
-    MoveRequest,
     MoveResult,
     Progress,
 )
-from worker.settings import Settings, get_settings
+from worker.core.keys import as_str
+from worker.core.kinds import KINDS, QUEUES, kind_of
+from worker.core.settings import Settings, get_settings
 
 __all__ = ["JobStore", "Started", "job_state_from_hash"]
 
@@ -53,17 +55,7 @@ log = logging.getLogger(__name__)
 #: an orphan (its finish was lost with Redis's last writes): see ``_BEAT``.
 ORPHAN_AFTER_S = 5.0
 
-ANALYSIS_FUNC = "worker.jobs.analysis_job"
-MOVE_FUNC = "worker.jobs.move_job"
-BOOK_FUNC = "worker.jobs.book_chunk_job"
-
-Request = AnalysisRequest | MoveRequest | BookChunkRequest
-#: Per kind of job: its request and result models.
-MODELS: dict[str, tuple[type[Request], type[AnalysisResult | MoveResult | BookChunkResult]]] = {
-    "analysis": (AnalysisRequest, AnalysisResult),
-    "move": (MoveRequest, MoveResult),
-    "book": (BookChunkRequest, BookChunkResult),
-}
+Request = JobRequest
 
 # Lua, inlined in the scripts below: end run ``run`` of job ``id`` (a worker's, on
 # ``queue``) in RQ's own records, RQ's StartedJobRegistry (``rq:wip:<queue>``, member
@@ -339,10 +331,6 @@ return redis.call('LPOP', KEYS[1])
 """
 
 
-def _text(value: bytes | str | None) -> str | None:
-    return value.decode() if isinstance(value, bytes) else value
-
-
 def _rq_job(job_id: str) -> str:
     """RQ's record of the job."""
     return f"rq:job:{job_id}"
@@ -364,9 +352,8 @@ def job_state_from_hash(job_id: str, raw: dict) -> JobState | None:
     """The :class:`JobState` stored in a ``plybot:job`` hash (``None`` if the hash is empty)."""
     if not raw:
         return None
-    fields: dict[str, str] = {str(_text(k)): str(_text(v)) for k, v in raw.items()}
-    kind = fields["kind"]
-    request_cls, result_cls = MODELS[kind]
+    fields: dict[str, str] = {(as_str(k)): (as_str(v)) for k, v in raw.items()}
+    kind = KINDS[fields["kind"]]
 
     def number(name: str) -> float | None:
         value = fields.get(name)
@@ -374,13 +361,13 @@ def job_state_from_hash(job_id: str, raw: dict) -> JobState | None:
 
     return JobState.model_construct(
         id=job_id,
-        kind=kind,  # type: ignore[arg-type]  # written by this module only
+        kind=kind.name,
         status=fields["status"],  # type: ignore[arg-type]
-        request=request_cls.model_construct(**json.loads(fields["request"])),
+        request=kind.request.model_construct(**json.loads(fields["request"])),
         progress=Progress.model_validate_json(fields["progress"])
         if fields.get("progress")
         else None,
-        result=result_cls.model_validate_json(fields["result"]) if fields.get("result") else None,
+        result=kind.result.model_validate_json(fields["result"]) if fields.get("result") else None,
         error=fields.get("error") or None,
         worker=fields.get("worker") or None,
         attempts=int(fields.get("attempts") or 0),
@@ -425,25 +412,21 @@ class JobStore:
         """
         settings = self.settings
         job_id = uuid.uuid4().hex
+        kind = kind_of(request)
+        queue_name, timeout = kind.queue, kind.timeout(settings)
         if isinstance(request, AnalysisRequest):
-            kind, queue_name, func = "analysis", "analysis", ANALYSIS_FUNC
-            timeout = settings.analysis_timeout_s
             dedupe_key = keys.dedupe(request.dedupe_key())
             description = f"analysis {request.game} '{request.position}'"
         elif isinstance(request, BookChunkRequest):
-            kind, queue_name, func = "book", "book", BOOK_FUNC
-            timeout = settings.book_timeout_s
             # A builder started again while a chunk is in flight joins that job.
             build = keys.book_results(request.variant, request.plies, request.size)
             dedupe_key = keys.dedupe(f"{build}:{request.index}")
             description = f"book {request.variant} ply {request.plies} chunk {request.index}"
         else:
-            kind, queue_name, func = "move", "interactive", MOVE_FUNC
-            timeout = settings.interactive_timeout_s
             dedupe_key = ""
             description = f"move {request.game} '{request.position}'"
         rq_job = Job.create(
-            func,
+            kind.function,
             args=[request.model_dump(mode="json")],
             id=job_id,
             connection=self.redis,
@@ -457,7 +440,7 @@ class JobStore:
         )
         rq_job.enqueued_at = rq_now()
         record = {
-            "kind": kind,
+            "kind": kind.name,
             "queue": queue_name,
             "request": request.model_dump_json(),
             "status": "queued",
@@ -492,7 +475,7 @@ class JobStore:
         analysis's id, if any)."""
         script_keys, args = self.prepare_submit(request)
         job_id, _status = self._submit(keys=script_keys, args=args)
-        return str(_text(job_id))
+        return as_str(job_id)
 
     def answered(
         self,
@@ -524,7 +507,7 @@ class JobStore:
         )
         record = {
             "kind": "analysis",
-            "queue": "analysis",
+            "queue": KINDS["analysis"].queue,
             "request": request.model_dump_json(),
             "status": "done",
             "result": result.model_dump_json(),
@@ -561,7 +544,7 @@ class JobStore:
 
         True if this call removed it (so exactly one caller reports it).
         """
-        queue_name = _text(self.redis.hget(keys.job(job_id), "queue"))
+        queue_name = as_str(self.redis.hget(keys.job(job_id), "queue"))
         if not queue_name or not self.redis.lrem(keys.rq_queue(queue_name), 0, job_id):
             return False
         self.finish(job_id, None, error=error)
@@ -572,9 +555,9 @@ class JobStore:
         ttl = self.settings.interactive_ttl_s
         now = time.time()
         dropped = []
-        for raw_id in self.redis.lrange(keys.rq_queue("interactive"), 0, -1):
-            job_id = str(_text(raw_id))
-            enqueued = _text(self.redis.hget(keys.job(job_id), "enqueued_at"))
+        for raw_id in self.redis.lrange(keys.rq_queue(KINDS["move"].queue), 0, -1):
+            job_id = as_str(raw_id)
+            enqueued = as_str(self.redis.hget(keys.job(job_id), "enqueued_at"))
             if enqueued and now - float(enqueued) > ttl:
                 waited = now - float(enqueued)
                 error = (
@@ -591,7 +574,7 @@ class JobStore:
         False if the job is unknown or already finished. Every requester sharing the
         job sees it fail (an operator's cancel); :meth:`withdraw` is one requester's.
         """
-        status = _text(self.redis.hget(keys.job(job_id), "status"))
+        status = as_str(self.redis.hget(keys.job(job_id), "status"))
         if status not in ("queued", "running"):
             return False
         self._stop(job_id, status)
@@ -606,10 +589,10 @@ class JobStore:
         now, ``canceled by the requester``); or ``"stopping"`` (it is running: it fails
         at its next progress event, unless it finishes first).
         """
-        outcome = str(_text(self._withdraw(keys=[keys.job(job_id)], args=[job_id])))
+        outcome = as_str(self._withdraw(keys=[keys.job(job_id)], args=[job_id]))
         if outcome != "cancel":
             return outcome
-        status = _text(self.redis.hget(keys.job(job_id), "status"))
+        status = as_str(self.redis.hget(keys.job(job_id), "status"))
         if status not in ("queued", "running"):  # finished meanwhile
             return str(status or "unknown")
         return self._stop(job_id, status)
@@ -645,10 +628,10 @@ class JobStore:
         return Started(
             job_id=job_id,
             attempt=int(attempt),
-            kind=str(_text(kind)),
-            request=json.loads(_text(request) or "{}"),
-            enqueued_at=float(_text(enqueued) or 0) or None,
-            dedupe=_text(dedupe) or "",
+            kind=(as_str(kind)),
+            request=json.loads(as_str(request) or "{}"),
+            enqueued_at=float(as_str(enqueued) or 0) or None,
+            dedupe=as_str(dedupe) or "",
         )
 
     def beat(self, worker: str, info: dict[str, Any], in_hand: str | None) -> int:
@@ -688,7 +671,7 @@ class JobStore:
             pipe.hgetall(keys.HEARTBEATS)
             (seconds, micros), beats = pipe.execute()
         now = int(seconds) * 1000 + int(micros) // 1000
-        return now, {str(_text(k)): int(v) for k, v in beats.items()}
+        return now, {(as_str(k)): int(v) for k, v in beats.items()}
 
     def alive_workers(self) -> set[str]:
         """Workers whose heartbeat is younger than ``worker_lease_s`` (by Redis's clock)."""
@@ -700,7 +683,7 @@ class JobStore:
         """Drop a worker that stopped or died: its heartbeat (its jobs are then reclaimable),
         and its record in RQ's worker registry."""
         record = f"rq:worker:{worker}"
-        queues = _text(self.redis.hget(record, "queues")) or ""
+        queues = as_str(self.redis.hget(record, "queues")) or ""
         with self.redis.pipeline(transaction=False) as pipe:
             pipe.hdel(keys.HEARTBEATS, worker)
             pipe.hdel(keys.WORKERS, worker)
@@ -712,7 +695,7 @@ class JobStore:
 
     def release(self, job_id: str, worker: str) -> bool:
         """Put a job ``worker`` runs back at the front of its queue, its run not counted."""
-        queue_name = _text(self.redis.hget(keys.job(job_id), "queue")) or "analysis"
+        queue_name = as_str(self.redis.hget(keys.job(job_id), "queue")) or "analysis"
         return bool(
             self._release(
                 keys=[
@@ -742,7 +725,7 @@ class JobStore:
                     client=pipe,
                 )
             replies = pipe.execute()
-        taken = _text(replies[1]) if take_from is not None else None
+        taken = (as_str(replies[1]) or None) if take_from is not None else None
         return bool(replies[0]), taken
 
     def publish_progress(self, job_id: str, first_seq: int, steps: list[Progress]) -> bool:
@@ -801,7 +784,7 @@ class JobStore:
             status, field, payload = "failed", "error", error or "failed"
             event = Event(type="failed", job_id=job_id, error=payload)
         if dedupe is None:
-            dedupe = _text(self.redis.hget(keys.job(job_id), "dedupe")) or ""
+            dedupe = as_str(self.redis.hget(keys.job(job_id), "dedupe")) or ""
         done = self._finish(
             keys=[
                 keys.job(job_id),
@@ -844,12 +827,12 @@ class JobStore:
     def requeue(self, job_id: str) -> None:
         """Put a job whose worker died back at the front of its queue (status ``queued``)."""
         queue, attempts, worker = self.redis.hmget(keys.job(job_id), "queue", "attempts", "worker")
-        queue_name = _text(queue) or "analysis"
-        run = f"{job_id}:{_text(attempts) or 0}"  # RQ's records of the run end (_RQ_END_RUN)
+        queue_name = as_str(queue) or "analysis"
+        run = f"{job_id}:{as_str(attempts) or 0}"  # RQ's records of the run end (_RQ_END_RUN)
         with self.redis.pipeline() as pipe:
             pipe.zrem(f"rq:wip:{queue_name}", run)
             pipe.delete(f"rq:execution:{run}")
-            pipe.srem(f"rq:worker:{_text(worker)}:executions", run)
+            pipe.srem(f"rq:worker:{as_str(worker)}:executions", run)
             pipe.hset(keys.job(job_id), mapping={"status": "queued", "worker": ""})
             pipe.hset(_rq_job(job_id), "status", "queued")
             pipe.hincrby(keys.STATS, "requeued", 1)
@@ -862,7 +845,7 @@ class JobStore:
         RQ's own cleanup would: they are kept for RQ's tools, never past the result TTL."""
         now = time.time()
         with self.redis.pipeline(transaction=False) as pipe:
-            for queue in keys.QUEUES:
+            for queue in QUEUES:
                 pipe.zremrangebyscore(f"rq:finished:{queue}", 0, now)
                 pipe.zremrangebyscore(f"rq:failed:{queue}", 0, now)
             pipe.execute()
@@ -874,9 +857,9 @@ class JobStore:
         lost = []
         cutoff = now - self.settings.lost_job_after_s
         for raw_id in self.redis.zrangebyscore(keys.WAITING, "-inf", cutoff):
-            job_id = raw_id.decode() if isinstance(raw_id, bytes) else str(raw_id)
+            job_id = as_str(raw_id)
             fields = self.redis.hmget(keys.job(job_id), "status", "queue")
-            status, queue_name = (_text(v) for v in fields)
+            status, queue_name = (as_str(v) for v in fields)
             if status != "queued" or not queue_name:
                 self.redis.zrem(keys.WAITING, job_id)
                 continue

@@ -8,7 +8,7 @@ the contract's view of a job lives beside them under ``plybot:``:
 
 ``plybot:job:<id>``        hash: kind, queue, request, status, worker, attempts,
                            enqueued_at, started_at, ended_at, progress, result, error
-``plybot:events:<id>``     pub/sub channel: one JSON :class:`~worker.contract.Event` per message
+``plybot:events:<id>``     pub/sub channel: one JSON ``Event`` (worker.core.contract) a message
 ``plybot:progress:<id>``   list: the progress events so far (capped), for late subscribers
 ``plybot:done:<id>``       list: the final event once more, for the one requester that
                            submitted the job and waits with BLPOP (expires after a minute)
@@ -24,7 +24,7 @@ the contract's view of a job lives beside them under ``plybot:``:
                            A finished job's records (``job``, ``progress``, RQ's ``rq:job``)
                            carry no TTL, so ``volatile-lru`` never evicts a result that its
                            client may not have read; the workers' reapers delete them when
-                           due (:meth:`worker.jobstore.JobStore.forget_expired`)
+                           due (:meth:`worker.core.jobstore.JobStore.forget_expired`)
 ``plybot:stats``           hash: job counters
 ``plybot:book:<build>``    hash: chunk index -> JSON lines of an opening-book build's
                            solved chunks (no TTL: dropped when the build is written)
@@ -33,8 +33,6 @@ the contract's view of a job lives beside them under ``plybot:``:
 from __future__ import annotations
 
 PREFIX = "plybot:"
-# Every worker serves them in this order: a book chunk only when no bot move or analysis waits.
-QUEUES = ("interactive", "analysis", "book")
 RUNNING = PREFIX + "running"
 WAITING = PREFIX + "waiting"
 WORKERS = PREFIX + "workers"
@@ -75,3 +73,14 @@ def rq_queue(name: str) -> str:
 def book_results(variant: str, plies: int, size: int) -> str:
     """The solved chunks of the book build of ``variant`` at ``plies`` in chunks of ``size``."""
     return f"{PREFIX}book:{variant}:{plies}:{size}"
+
+
+def as_str(value: object) -> str:
+    """A value read from Redis as ``str``: bytes decoded (UTF-8), ``None`` as ``""``.
+
+    Every connection here returns bytes (RQ needs ``decode_responses=False``), so every
+    reader of a name, id or field goes through this one helper.
+    """
+    if isinstance(value, bytes):
+        return value.decode()
+    return "" if value is None else str(value)

@@ -33,7 +33,8 @@ from collections.abc import Sequence
 import redis
 
 from engine.cache import CacheEntry
-from worker.settings import Settings, get_settings
+from worker.core.keys import as_str
+from worker.core.settings import Settings, get_settings
 
 __all__ = [
     "CACHE_STATS",
@@ -239,7 +240,7 @@ class CacheProbe:
 def cache_stats(connection: redis.Redis) -> dict[str, int]:
     """The shared counters: ``hits``, ``misses`` (keys looked up), for /v1/status and /metrics."""
     raw = connection.hgetall(CACHE_STATS)
-    counts = {(k.decode() if isinstance(k, bytes) else k): int(v) for k, v in raw.items()}
+    counts = {as_str(k): int(v) for k, v in raw.items()}
     return {"hits": counts.get("hits", 0), "misses": counts.get("misses", 0)}
 
 

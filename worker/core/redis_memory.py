@@ -19,6 +19,8 @@ from typing import Literal, NamedTuple
 
 import redis
 
+from worker.core.keys import as_str
+
 Level = Literal["ok", "warn", "refuse"]
 
 
@@ -47,8 +49,8 @@ def check_redis_memory(url: str, timeout: float = 5.0) -> MemoryVerdict:
         )
     finally:
         client.close()
-    policy = str(_text(config.get("maxmemory-policy", "")))
-    maxmemory = int(_text(config.get("maxmemory", 0)) or 0)
+    policy = as_str(config.get("maxmemory-policy", ""))
+    maxmemory = int(as_str(config.get("maxmemory", 0)) or 0)
     if policy.startswith("allkeys"):
         return MemoryVerdict(
             "refuse",
@@ -62,7 +64,3 @@ def check_redis_memory(url: str, timeout: float = 5.0) -> MemoryVerdict:
             f"memory; {ADVICE}",
         )
     return MemoryVerdict("ok", f"Redis maxmemory {maxmemory} bytes, policy {policy}")
-
-
-def _text(value: object) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)

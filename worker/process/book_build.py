@@ -14,7 +14,7 @@ Resuming, whatever was killed:
 
 * the builder: run it again. Positions in the layer file are not solved again;
   chunks finished while no builder ran are in the build's results hash
-  (:func:`worker.keys.book_results`, written by the job itself); chunks in
+  (:func:`worker.core.keys.book_results`, written by the job itself); chunks in
   flight are joined, not duplicated (the job's dedupe key is the chunk's).
 * a worker: its job goes back to the queue (the workers' leases); a job that
   failed is sent again, up to ``MAX_TRIES`` times.
@@ -36,10 +36,10 @@ import redis
 
 from engine.book import BookLine, OpeningBook, parse
 from engine.layer import CHUNK_SIZE, Chunk, chunks, derive
-from worker import keys
-from worker.contract import BookChunkRequest
-from worker.jobstore import JobStore
-from worker.settings import Settings
+from worker.core import keys
+from worker.core.contract import BookChunkRequest
+from worker.core.jobstore import JobStore
+from worker.core.settings import Settings
 
 __all__ = ["BookBuild", "BuildProgress"]
 

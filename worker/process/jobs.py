@@ -2,12 +2,12 @@
 
 Each takes the request as a JSON dict (the contract's model dumped), runs the
 engine, and returns the result as a JSON dict. They run in a warm worker
-process (:mod:`worker.runner`): the engine's compiled code and the solver's
+process (:mod:`worker.process.runner`): the engine's compiled code and the solver's
 transposition table are kept from one job to the next, and the shared Redis
 position cache is the second level. Outside a worker (a direct call) they run
 the same, without progress events or the shared cache.
 
-Limits: every search gets a deadline from :class:`~worker.settings.Settings`
+Limits: every search gets a deadline from :class:`~worker.core.settings.Settings`
 (``solve_deadline_ms`` for a solve, ``time_ms`` for a timed search, the job
 timeout for a depth search), so no request can keep a worker busy without bound.
 """
@@ -24,9 +24,8 @@ from typing import Any
 from engine.cache import PositionCache
 from engine.connect4 import Connect4
 from engine.game import Game
-from worker import keys
-from worker.backoff import is_transient
-from worker.contract import (
+from worker.core import keys
+from worker.core.contract import (
     AnalysisRequest,
     AnalysisResult,
     BookChunkRequest,
@@ -35,8 +34,10 @@ from worker.contract import (
     MoveResult,
     Progress,
 )
-from worker.jobstore import JobStore
-from worker.settings import Settings, get_settings
+from worker.core.jobstore import JobStore
+from worker.core.kinds import KINDS
+from worker.core.settings import Settings, get_settings
+from worker.process.backoff import is_transient
 
 __all__ = [
     "JobCanceled",
@@ -209,11 +210,10 @@ def _on_progress(board: Game) -> Callable[[Any], None] | None:
     return publish
 
 
-def analysis_job(request: dict[str, Any]) -> dict[str, Any]:
-    """Analyse a position (an :class:`AnalysisRequest` as a dict); an :class:`AnalysisResult`."""
+def analysis_job(req: AnalysisRequest) -> AnalysisResult:
+    """Analyse a position."""
     from engine.analysis import analyze
 
-    req = AnalysisRequest.model_validate(request)
     settings = _settings()
     board = req.board()
     now = time.monotonic()
@@ -231,11 +231,11 @@ def analysis_job(request: dict[str, Any]) -> dict[str, Any]:
         and current is not None
         and current.job_id
     ):
-        from worker.split import split_analysis
+        from worker.process.split import split_analysis
 
         split = split_analysis(board, solver, current, deadline)
         if split is not None:
-            return AnalysisResult.of(board, split, current.worker).model_dump(mode="json")
+            return AnalysisResult.of(board, split, current.worker)
     analysis = analyze(
         board,
         mode=req.mode,
@@ -247,15 +247,13 @@ def analysis_job(request: dict[str, Any]) -> dict[str, Any]:
         solver=solver,
         on_progress=_on_progress(board),
     )
-    result = AnalysisResult.of(board, analysis, current.worker if current is not None else "")
-    return result.model_dump(mode="json")
+    return AnalysisResult.of(board, analysis, current.worker if current is not None else "")
 
 
-def move_job(request: dict[str, Any]) -> dict[str, Any]:
-    """The bot's move (a :class:`MoveRequest` as a dict); a :class:`MoveResult`."""
+def move_job(req: MoveRequest) -> MoveResult:
+    """The bot's move."""
     from engine.levels import choose_move
 
-    req = MoveRequest.model_validate(request)
     settings = _settings()
     if current is not None and current.attempt == 1 and current.enqueued_at is not None:
         waited = time.time() - current.enqueued_at
@@ -274,7 +272,7 @@ def move_job(request: dict[str, Any]) -> dict[str, Any]:
         cache=cache,
         solver=_solver(board, cache),
     )
-    result = MoveResult(
+    return MoveResult(
         move=board.move_name(choice.move),
         score=choice.score,
         exact=choice.exact,
@@ -285,7 +283,6 @@ def move_job(request: dict[str, Any]) -> dict[str, Any]:
         worker=current.worker if current is not None else "",
         note=choice.note,
     )
-    return result.model_dump(mode="json")
 
 
 #: The process's solver for book chunks: a large table, no cache, no book (a book is the
@@ -293,8 +290,8 @@ def move_job(request: dict[str, Any]) -> dict[str, Any]:
 _book_solver: dict[tuple[int, int], Any] = {}
 
 
-def book_chunk_job(request: dict[str, Any]) -> dict[str, Any]:
-    """Solve a chunk of a book layer (a :class:`BookChunkRequest`); a :class:`BookChunkResult`.
+def book_chunk_job(req: BookChunkRequest) -> BookChunkResult:
+    """Solve a chunk of a book layer.
 
     Solves one position at a time and stops early (``complete`` False, the
     lines so far) when a bot move or an analysis waits, so book work never
@@ -307,7 +304,6 @@ def book_chunk_job(request: dict[str, Any]) -> dict[str, Any]:
     from engine.layer import solve_chunk
     from engine.solver import Solver
 
-    req = BookChunkRequest.model_validate(request)
     width, height = Connect4.parse_variant(req.variant)
     start = time.monotonic()
     build = keys.book_results(req.variant, req.plies, req.size)
@@ -317,9 +313,7 @@ def book_chunk_job(request: dict[str, Any]) -> dict[str, Any]:
         # the same lines, no search.
         known = connection.hget(build, str(req.index))
         if known is not None:
-            return BookChunkResult(
-                lines=json.loads(known), complete=True, worker=_worker_name()
-            ).model_dump(mode="json")
+            return BookChunkResult(lines=json.loads(known), complete=True, worker=_worker_name())
     # One board size at a time: another size's table goes before this one is made.
     solver = _book_solver.get((width, height))
     if solver is None:
@@ -340,13 +334,12 @@ def book_chunk_job(request: dict[str, Any]) -> dict[str, Any]:
             pipe.hset(build, field, json.dumps(texts))
             pipe.hincrby(keys.STATS, "book_positions_solved", len(texts))
             pipe.execute()
-    result = BookChunkResult(
+    return BookChunkResult(
         lines=texts,
         complete=complete,
         time_ms=round((time.monotonic() - start) * 1000, 3),
         worker=_worker_name(),
     )
-    return result.model_dump(mode="json")
 
 
 def _worker_name() -> str:
@@ -358,7 +351,7 @@ def _other_work_waiting() -> Callable[[], bool] | None:
     if current is None:
         return None
     connection = current.store.redis
-    queues = [keys.rq_queue(q) for q in keys.QUEUES if q != "book"]
+    queues = [keys.rq_queue(k.queue) for k in KINDS.values() if k.name != "book"]
 
     def waiting() -> bool:
         with connection.pipeline(transaction=False) as pipe:

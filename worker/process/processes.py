@@ -20,7 +20,7 @@ from typing import IO
 
 import redis
 
-from worker import keys
+from worker.core import keys
 
 __all__ = ["PLYBOT", "WorkerPool", "die_with_parent", "prefixed", "stop_process"]
 

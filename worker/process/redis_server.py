@@ -27,7 +27,7 @@ from types import TracebackType
 
 import redis
 
-from worker.processes import die_with_parent, prefixed
+from worker.process.processes import die_with_parent, prefixed
 
 __all__ = ["RedisServer", "find_redis_server", "free_port", "redis_url"]
 

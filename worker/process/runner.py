@@ -1,6 +1,6 @@
 """One warm worker process: pops jobs from RQ's queues and runs them in-process, no fork.
 
-Each process compiles and loads the engine once (:func:`worker.jobs.warm_up`),
+Each process compiles and loads the engine once (:func:`worker.process.jobs.warm_up`),
 keeps the solver's transposition table from job to job, and serves the
 ``interactive`` queue before ``analysis`` (one ``BLPOP`` over both, in order).
 
@@ -26,7 +26,7 @@ Liveness and recovery (RQ alone notices a dead worker only after minutes):
   fails them with an error that reaches the requester.
 * The reaper also drops bot moves that waited past ``interactive_ttl_s``.
 
-Redis outages (:mod:`worker.backoff`): every Redis call waits out a passing error
+Redis outages (:mod:`worker.process.backoff`): every Redis call waits out a passing error
 with backoff; a job in hand stays in hand (its start, progress and result are
 sent when Redis is back), and the reaper judges nobody right after Redis restarts.
 
@@ -40,7 +40,7 @@ signal: exit at once; the job in hand goes back to the queue. Memory within
 ``JOB_GROWTH_BYTES`` of ``worker_memory_mb`` after a job: the same, exiting with
 ``RECYCLE_EXIT`` so the supervisor starts a fresh process in its place.
 
-Run by the supervisor as ``python -m worker.runner --name NAME`` with ``REDIS_URL``
+Run by the supervisor as ``python -m worker.process.runner --name NAME`` with ``REDIS_URL``
 in its environment (never on a command line: it may hold a password).
 """
 
@@ -49,6 +49,7 @@ from __future__ import annotations
 import _thread
 import argparse
 import contextlib
+import importlib
 import logging
 import os
 import signal
@@ -56,32 +57,35 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
 import redis
 from rq.timeouts import JobTimeoutException, UnixSignalDeathPenalty
 
-from worker import jobs, keys
-from worker.backoff import Backoff, is_transient, until_done
-from worker.jobstore import MODELS, JobStore, Started
-from worker.processes import die_with_parent
-from worker.settings import Settings, get_settings
+from worker.core import keys
+from worker.core.jobstore import JobStore, Started
+from worker.core.keys import as_str
+from worker.core.kinds import KINDS, QUEUES
+from worker.core.settings import Settings, get_settings
+from worker.process import jobs
+from worker.process.backoff import Backoff, is_transient, until_done
+from worker.process.processes import die_with_parent
 
 __all__ = ["Worker", "reap"]
 
 log = logging.getLogger("plybot.worker")
 
-#: The job function of each kind of job (the same RQ names in the job's record).
-JOB_FUNCTIONS = {
-    "analysis": jobs.analysis_job,
-    "move": jobs.move_job,
-    "book": jobs.book_chunk_job,
-}
+
+def _function(path: str) -> Callable[[Any], Any]:
+    module, _, name = path.rpartition(".")
+    function: Callable[[Any], Any] = getattr(importlib.import_module(module), name)
+    return function
 
 
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
+#: The job function of each kind of job: the one its RQ record names (``kinds.KINDS``).
+JOB_FUNCTIONS = {kind.name: _function(kind.function) for kind in KINDS.values()}
 
 
 class _Stop(Exception):
@@ -117,7 +121,7 @@ def reap(store: JobStore, judge: bool = True) -> list[str]:
     uptime_ms = int(conn.info("server").get("uptime_in_seconds", 0)) * 1000
     running = conn.hgetall(keys.RUNNING) if judge and uptime_ms > 2 * lease_ms else {}
     for raw_job, raw_worker in running.items():
-        job_id, worker = _text(raw_job), _text(raw_worker)
+        job_id, worker = as_str(raw_job), as_str(raw_worker)
         if alive(worker):
             continue
         if not conn.hdel(keys.RUNNING, job_id):
@@ -138,7 +142,7 @@ def reap(store: JobStore, judge: bool = True) -> list[str]:
             store.requeue(job_id)
         handled.append(job_id)
     for raw_name in conn.hkeys(keys.WORKERS):
-        if not alive(_text(raw_name)):
+        if not alive(as_str(raw_name)):
             conn.hdel(keys.WORKERS, raw_name)
     for name, beat in beats.items():  # long gone: keep the hash small
         if now - beat > 10 * lease_ms:
@@ -193,11 +197,11 @@ class Worker:
         self.name = name
         self.connection = connection
         self.settings = settings
-        self.queues = queues or list(keys.QUEUES)
+        self.queues = queues or list(QUEUES)
         self.store = JobStore(connection, settings)
         self.cache = None
         if settings.cache_enabled:
-            from worker.position_cache import RedisPositionCache
+            from worker.core.position_cache import RedisPositionCache
 
             cache_url = settings.cache_url or settings.redis_url
             assert cache_url
@@ -348,7 +352,7 @@ class Worker:
                     time.sleep(delay)
                     continue
                 if popped is not None:
-                    self._serve(_text(popped[1]))
+                    self._serve(as_str(popped[1]))
         except _Stop:
             pass
         finally:
@@ -398,10 +402,8 @@ class Worker:
         started = until_done(lambda: self.store.start(job_id, self.name), f"job {job_id}", log)
         if started is None:  # canceled, dropped or answered while it waited
             return
-        timeout = {
-            "analysis": self.settings.analysis_timeout_s,
-            "book": self.settings.book_timeout_s,
-        }.get(started.kind, self.settings.interactive_timeout_s)
+        kind = KINDS[started.kind]
+        timeout = kind.timeout(self.settings)
         jobs.current = jobs.JobContext(
             store=self.store,
             worker=self.name,
@@ -418,10 +420,13 @@ class Worker:
             with UnixSignalDeathPenalty(timeout, JobTimeoutException, job_id=job_id):
                 self._in_job = True
                 try:
-                    output: Any = JOB_FUNCTIONS[started.kind](started.request)
+                    # Read from Redis here, once: the job function takes and returns models,
+                    # and the result is serialised once, by the finish script's caller.
+                    request = kind.request.model_validate(started.request)
+                    result = JOB_FUNCTIONS[kind.name](request)
                 finally:
                     self._in_job = False
-            result = MODELS[started.kind][1].model_validate(output)
+            assert isinstance(result, kind.result)
         except jobs.JobPreempted:
             until_done(lambda: self.store.release(job_id, self.name), f"job {job_id}", log)
             log.info("job %s (%s) preempted: back at the front of its queue", job_id, started.kind)
@@ -469,7 +474,7 @@ class Worker:
         """The cache's pending hit and miss counts, for the finish script to carry."""
         if self.cache is None or not self.cache_in_job_redis:
             return None
-        from worker.position_cache import CACHE_STATS
+        from worker.core.position_cache import CACHE_STATS
 
         return (CACHE_STATS, *self.cache.take_stats())
 
@@ -500,9 +505,9 @@ def run(name: str, url: str, queues: list[str] | None = None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m worker.runner")
+    parser = argparse.ArgumentParser(prog="python -m worker.process.runner")
     parser.add_argument("--name", required=True)
-    parser.add_argument("--queues", default=",".join(keys.QUEUES))
+    parser.add_argument("--queues", default=",".join(QUEUES))
     args = parser.parse_args(argv)
     url = get_settings().redis_url
     if not url:

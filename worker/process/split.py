@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from engine.analysis import Analysis
 from engine.connect4 import Connect4
 from engine.solver import Solver
-from worker import keys
-from worker.contract import AnalysisRequest, AnalysisResult, Progress
-from worker.jobs import JobContext
+from worker.core import keys
+from worker.core.contract import AnalysisRequest, AnalysisResult, Progress
+from worker.process.jobs import JobContext
 
 __all__ = ["SPLIT_BEFORE_PLY", "split_analysis"]
 
@@ -86,7 +86,7 @@ def split_analysis(
 
     ``None`` also when a column could not be solved by ``deadline``: the caller
     then runs the usual analysis (whose fallback is honest about bounds).
-    Raises :class:`worker.jobs.JobCanceled` if the requester cancels (the column
+    Raises :class:`worker.process.jobs.JobCanceled` if the requester cancels (the column
     jobs are withdrawn too).
     """
     if board.ply >= SPLIT_BEFORE_PLY or board.winning_moves():

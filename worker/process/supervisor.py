@@ -1,6 +1,6 @@
 """The supervisor of ``plybot worker -n N``: N warm worker processes, kept alive.
 
-It starts each worker as ``python -m worker.runner`` in a session of its own (so
+It starts each worker as ``python -m worker.process.runner`` in a session of its own (so
 a Ctrl-C reaches the supervisor only, which forwards exactly one SIGTERM), with
 ``REDIS_URL`` in its environment (never on its command line, which any user can
 read), and twice a second notices a dead child at once, drops its heartbeat, runs
@@ -8,7 +8,7 @@ the reaper (its job goes back to the queue, or fails past the attempt limit) and
 starts a replacement, with backoff when children keep dying young.
 
 It never beats for a child: a worker's lease is its own heartbeat (see
-:mod:`worker.runner`), so a hung or stopped child loses its jobs. A Redis outage
+:mod:`worker.process.runner`), so a hung or stopped child loses its jobs. A Redis outage
 is waited out: the supervisor keeps running and catches up when Redis is back.
 
 SIGTERM or SIGINT: forward SIGTERM to every child (each finishes its job in hand
@@ -29,12 +29,12 @@ from types import FrameType
 
 import redis
 
-from worker.backoff import Backoff
-from worker.jobstore import JobStore
-from worker.processes import die_with_parent
-from worker.redis_memory import check_redis_memory
-from worker.runner import RECYCLE_EXIT, reap
-from worker.settings import Settings
+from worker.core.jobstore import JobStore
+from worker.core.redis_memory import check_redis_memory
+from worker.core.settings import Settings
+from worker.process.backoff import Backoff
+from worker.process.processes import die_with_parent
+from worker.process.runner import RECYCLE_EXIT, reap
 
 __all__ = ["Supervisor"]
 
@@ -68,11 +68,19 @@ class Supervisor:
         self._serial += 1
         name = f"{self._prefix}.w{self._serial}"
         queues = ",".join(self.queues)
-        command = [sys.executable, "-m", "worker.runner", "--name", name, "--queues", queues]
+        command = [
+            sys.executable,
+            "-m",
+            "worker.process.runner",
+            "--name",
+            name,
+            "--queues",
+            queues,
+        ]
         env = {**os.environ, "REDIS_URL": self.url}
         self.children[name] = subprocess.Popen(command, start_new_session=True, env=env)
         self._born[name] = time.monotonic()
-        # (each worker follows us with PR_SET_PDEATHSIG itself, see worker.runner.run)
+        # (each worker follows us with PR_SET_PDEATHSIG itself, see worker.process.runner.run)
         log.info("started worker %s (pid %d)", name, self.children[name].pid)
         return name
 

@@ -53,7 +53,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
-    from worker.analysis_bench import (
+    from worker.bench.analysis_bench import (
         format_table,
         perfect_move_times,
         quantile,
@@ -61,7 +61,7 @@ def main(argv: list[str]) -> int:
         start_service,
         wait_ready,
     )
-    from worker.redis_server import free_port
+    from worker.process.redis_server import free_port
 
     process = None
     url = args.url

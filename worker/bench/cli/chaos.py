@@ -36,7 +36,7 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--log", action="store_true", help="show the service's log")
     args = parser.parse_args(argv)
-    from worker.chaos import MAX_LANES, PHASES
+    from worker.bench.chaos import MAX_LANES, PHASES
 
     if not 0 <= args.lanes <= MAX_LANES:
         parser.error(f"--lanes {args.lanes}: between 0 and {MAX_LANES}")
@@ -44,7 +44,7 @@ def main(argv: list[str]) -> int:
     unknown = [p for p in phases if p not in PHASES]
     if unknown:
         parser.error(f"--phases {','.join(unknown)}: unknown (phases: {', '.join(PHASES)})")
-    from worker.chaos import format_table, run_chaos
+    from worker.bench.chaos import format_table, run_chaos
 
     results = run_chaos(
         args.workers,

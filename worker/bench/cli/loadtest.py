@@ -82,7 +82,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
-    from worker.loadtest import format_table, load_positions, run_load
+    from worker.bench.loadtest import format_table, load_positions, run_load
 
     try:
         positions = load_positions(args.set, args.requests)

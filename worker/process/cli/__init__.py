@@ -1,1 +1,1 @@
-"""The ``plybot`` subcommands of the worker package: ``worker``, ``up``, ``loadtest``, ``chaos``."""
+"""The ``plybot`` subcommands that run the service: ``worker``, ``up``, ``book``."""

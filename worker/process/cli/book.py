@@ -7,7 +7,7 @@
 queue (served by every ``plybot worker`` when no bot move or analysis waits;
 needs ``REDIS_URL``), appends the solved lines to the layer file as they come,
 shows positions done, positions/s and the ETA, and writes the book once the
-layer is complete (see :mod:`worker.book_build`). Run it again to resume.
+layer is complete (see :mod:`worker.process.book_build`). Run it again to resume.
 
 ``verify`` checks that every entry below the book's complete ply equals the
 negamax of its children (a lookup each, the whole book), then solves a random
@@ -64,8 +64,8 @@ def build(args: argparse.Namespace) -> int:
     from engine.connect4 import Connect4
     from engine.errors import PlybotError
     from engine.layer import CHUNK_SIZE
-    from worker.book_build import BookBuild, BuildError, BuildProgress
-    from worker.settings import get_settings
+    from worker.core.settings import get_settings
+    from worker.process.book_build import BookBuild, BuildError, BuildProgress
 
     prog = "plybot book build"
     try:

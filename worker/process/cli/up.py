@@ -24,7 +24,7 @@ from types import FrameType
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    from worker.settings import get_settings
+    from worker.core.settings import get_settings
 
     settings = get_settings()
     parser = argparse.ArgumentParser(prog="plybot up", description=__doc__.splitlines()[0])
@@ -60,10 +60,10 @@ def main(argv: list[str]) -> int:
         print(f"plybot up: port {args.port} is already in use on {args.host}", file=sys.stderr)
         return 2
 
-    from worker.backoff import Backoff
-    from worker.processes import PLYBOT, WorkerPool, die_with_parent, prefixed, stop_process
-    from worker.redis_server import RedisServer, find_redis_server
-    from worker.settings import get_settings
+    from worker.core.settings import get_settings
+    from worker.process.backoff import Backoff
+    from worker.process.processes import PLYBOT, WorkerPool, die_with_parent, prefixed, stop_process
+    from worker.process.redis_server import RedisServer, find_redis_server
 
     settings = get_settings()
 
@@ -79,7 +79,7 @@ def main(argv: list[str]) -> int:
     code = 0
     try:
         if settings.redis_url:
-            from worker.redis_memory import check_redis_memory
+            from worker.core.redis_memory import check_redis_memory
 
             url = settings.redis_url
             verdict = check_redis_memory(url)

@@ -1,6 +1,6 @@
 """Run N warm search workers (RQ, no fork per job) under one supervisor.
 
-usage: plybot worker [-n N] [--queues interactive,analysis] [--redis-url URL]
+usage: plybot worker [-n N] [--queues interactive,analysis,book] [--redis-url URL]
 
 Needs a Redis: ``--redis-url`` or ``REDIS_URL``. SIGTERM or Ctrl-C: each worker
 finishes the job in hand and exits; a second Ctrl-C stops at once (jobs in hand
@@ -13,16 +13,16 @@ import argparse
 import logging
 import sys
 
-from worker import keys
-
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
+    from worker.core.kinds import QUEUES
+
     parser = argparse.ArgumentParser(prog="plybot worker", description=__doc__.splitlines()[0])
     parser.add_argument("-n", "--workers", type=int, default=None, help="worker processes")
     parser.add_argument(
         "--queues",
-        default=",".join(keys.QUEUES),
-        help="queues to serve, first served first (default: interactive,analysis)",
+        default=",".join(QUEUES),
+        help=f"queues to serve, first served first (default: {','.join(QUEUES)})",
     )
     parser.add_argument("--redis-url", default=None, help="Redis URL (default: REDIS_URL)")
     return parser.parse_args(argv)
@@ -30,8 +30,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
-    from worker.settings import get_settings
-    from worker.supervisor import Supervisor
+    from worker.core.kinds import QUEUES
+    from worker.core.settings import get_settings
+    from worker.process.supervisor import Supervisor
 
     settings = get_settings()
     url = args.redis_url or settings.redis_url
@@ -40,10 +41,10 @@ def main(argv: list[str]) -> int:
     if not url:
         print("plybot worker: no Redis: set REDIS_URL or pass --redis-url", file=sys.stderr)
         return 2
-    unknown = [q for q in queues if q not in keys.QUEUES]
+    unknown = [q for q in queues if q not in QUEUES]
     if unknown or not queues:
         print(
-            f"plybot worker: --queues '{args.queues}': known queues are {', '.join(keys.QUEUES)}",
+            f"plybot worker: --queues '{args.queues}': known queues are {', '.join(QUEUES)}",
             file=sys.stderr,
         )
         return 2

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from engine.game import game_names
 from worker.core.client import ServiceStatus
 from worker.core.contract import (
     AnalysisRequest,
@@ -194,7 +195,9 @@ class GameCreate(_UnicodeBody):
         },
     )
 
-    game: str = Field("connect4", description="`connect4` or `tictactoe`.")
+    game: str = Field(
+        "connect4", description=" or ".join(f"`{name}`" for name in game_names()) + "."
+    )
     variant: str | None = Field(None, description="Board size (Connect Four: `7x6`).")
     level: Level = Field("medium", description="`easy`, `medium`, `hard` or `perfect`.")
     first: Side = Field("human", description="Who moves first.")

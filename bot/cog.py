@@ -50,6 +50,7 @@ from bot.settings import BotSettings
 from bot.strings import LANGUAGES, language, say
 from bot.views import COG_NAME, challenge_view, game_view
 from engine.game import Game
+from worker.core.bot_moves import overdue_after_s
 from worker.core.games import BOT, GameSession
 
 log = logging.getLogger(__name__)
@@ -598,8 +599,7 @@ class Games(commands.Cog, name=COG_NAME):
         """One pass of the sweeper: expiries and forfeits shown, stuck bot moves asked again."""
         for update in await self.service.sweep(now):
             await self.show(update)
-        stale_after = self.settings.interactive_ttl_s + self.settings.interactive_timeout_s + 10
-        for session in await self.service.stuck_bot_games(stale_after, now):
+        for session in await self.service.stuck_bot_games(overdue_after_s(self.settings), now):
             if session.id not in self._bot_moves:
                 self._spawn(self._retry_bot_move(session.id))
 

@@ -52,7 +52,7 @@ from bot.settings import BotSettings
 from bot.stats import Settlement, Standing, Stats, UserStats
 from bot.strings import say
 from engine.errors import PlybotError
-from engine.game import new_game, require_ongoing
+from engine.game import game_names, new_game, require_ongoing
 from worker.core.bot_moves import BotMoves
 from worker.core.client import JobClient, JobFailed, JobTimeout, UnknownJob
 from worker.core.contract import LEVELS, AnalysisRequest, AnalysisResult
@@ -68,7 +68,8 @@ from worker.core.games import (
 
 log = logging.getLogger(__name__)
 
-GAMES = ("connect4", "tictactoe")
+#: The games one can play in Discord: every registered game.
+GAMES = tuple(game_names())
 FIRST = ("me", "opponent", "random")
 #: The share of the move timeout after which the player to move is warned.
 WARN_AT = 0.8

@@ -36,6 +36,13 @@ RETRIES = 2
 OVERDUE_MARGIN_S = 5.0
 
 
+def overdue_after_s(settings: Settings) -> float:
+    """How long after it was asked for a bot move's job counts as overdue (lost): the
+    ``interactive`` queue's time-to-live and job timeout, plus :data:`OVERDUE_MARGIN_S`.
+    The one measure for every front end (``BotMoves``, the Discord bot's sweeper)."""
+    return settings.interactive_ttl_s + settings.interactive_timeout_s + OVERDUE_MARGIN_S
+
+
 @dataclass(frozen=True)
 class BotTurn:
     """Where the bot's move stands after :meth:`BotMoves.advance`.
@@ -82,9 +89,7 @@ class BotMoves:
         self.client = client
         self.deadline_ms = min(deadline_ms, settings.max_move_deadline_ms)
         self.attempts = attempts
-        self.overdue_s = (
-            settings.interactive_ttl_s + settings.interactive_timeout_s + OVERDUE_MARGIN_S
-        )
+        self.overdue_s = overdue_after_s(settings)
 
     def request(self, session: GameSession) -> MoveRequest:
         """The job that computes the bot's move in ``session``."""

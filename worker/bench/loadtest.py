@@ -1,4 +1,6 @@
-"""The service under load: throughput, latency and queue overhead for 1 and 2 workers.
+"""The service under load: throughput, latency and queue overhead for 1 and 2 workers
+(``plybot loadtest``, :mod:`worker.bench.cli.loadtest`; a benchmark, never imported by
+the service).
 
 For each worker count it starts a fresh Redis and ``plybot worker -n W``, sends
 ``requests`` analysis jobs at ``concurrency`` through the real client (the path
@@ -14,13 +16,15 @@ every request got exactly one result, from a job that ran exactly once, with the
 expected score where the benchmark set knows it (exact solves).
 
 The jobs are distinct positions of a Pons benchmark set, solved exactly by
-default (Test_L2_R2: the compiled solver, a few to a hundred-odd ms of pure CPU
-each, no I/O, its table kept in the process), with the shared position cache
-off so each worker does the full work: that is what "CPU-bound" means in the
-2-workers-vs-1 ratio. Every score is checked against the set's. ``--cache``
-turns the shared cache on. (The ``depth`` mode is heavier on memory than on
-CPU today: the generic search allocates a fresh 1M-slot table per search
-deeper than 4 plies, so two workers contend for memory bandwidth.)
+default (``plybot loadtest``: 40 of Test_L1_R2, the compiled solver, pure CPU, no
+I/O; the overhead pass: Test_L2_R2), with the shared position cache off and each
+worker's solver table (16 MB) cleared before each job (``fresh_table``,
+``PLYBOT_SOLVER_FRESH_TABLE``), so each job costs the same full work whichever
+worker runs it: that is what "CPU-bound" means in the 2-workers-vs-1 ratio.
+``--cache`` turns the shared cache on, ``--warm-tables`` keeps the tables from job
+to job as the service does. (The ``depth`` mode is heavier on memory than on CPU:
+the generic search allocates a fresh table per deep search, so two workers contend
+for memory bandwidth.)
 """
 
 from __future__ import annotations

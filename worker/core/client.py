@@ -1,18 +1,23 @@
-"""The job client: the one way the API, the Discord bot and the web page reach the workers.
+"""The job client: how the API (and so the web page) and the Discord bot reach the workers.
+
+The front ends' games ask for the bot's moves through :mod:`worker.core.bot_moves`, which
+uses this client; the book build (a worker-side tool) uses :class:`~worker.core.jobstore.JobStore`,
+the synchronous store underneath.
 
 Usage (async; one client per process, opened at start-up, closed at shutdown)::
 
     from worker.core.client import JobClient, JobFailed, JobTimeout, UnknownJob
     from worker.core.contract import AnalysisRequest, MoveRequest
 
-    client = JobClient(settings.redis_url)   # or: async with JobClient(url) as client:
+    client = JobClient(settings=settings)   # the front end's settings; or JobClient(url),
+                                            # or: async with JobClient(url) as client:
     # Validates on construction: pydantic.ValidationError names the field (-> HTTP 422).
     request = AnalysisRequest(game="connect4", position="4453", mode="solve")
 
     job_id = await client.submit(request)     # identical in-flight analyses share one id
     state = await client.status(job_id)       # JobState: status, progress, result, error
     state = await client.wait(job_id, timeout=5)       # finished, or the state at timeout
-    result = await client.result(job_id, timeout=30)   # AnalysisResult | MoveResult, or raises
+    result = await client.result(job_id, timeout=30)   # the kind's result model, or raises
     async for event in client.events(job_id):  # history, then live; ends with done/failed
         ...                                    # Event(type="progress"|"done"|"failed", ...)
     await client.cancel(job_id)                # queued: fails now; running: at the next depth

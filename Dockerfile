@@ -28,7 +28,7 @@ RUN pip install --no-deps .
 # Compile the engine at build time (the image holds the compiled cache): a solve, and a
 # search per game, exactly what a worker's warm-up runs before its first job.
 RUN mkdir -p "$NUMBA_CACHE_DIR" \
-    && python -c "from worker.jobs import warm_up; print(f'engine compiled in {warm_up():.1f} s')" \
+    && python -c "from worker.process.jobs import warm_up; print(f'engine compiled in {warm_up():.1f} s')" \
     && chown -R plybot:plybot "$NUMBA_CACHE_DIR"
 
 USER plybot

@@ -48,8 +48,8 @@ from redis.exceptions import RedisError
 
 from api.metrics import Metrics
 from api.schemas import AnalysisView
-from worker.client import JobClient, UnknownJob
-from worker.settings import Settings
+from api.settings import ApiSettings
+from worker.core.client import JobClient, UnknownJob
 
 log = logging.getLogger("plybot.api.callbacks")
 
@@ -65,11 +65,11 @@ return 1
 """
 
 
-def allowed_hosts(settings: Settings) -> list[str]:
+def allowed_hosts(settings: ApiSettings) -> list[str]:
     return [h.strip().lower() for h in settings.callback_hosts.split(",") if h.strip()]
 
 
-def refusal(url: str, settings: Settings) -> str | None:
+def refusal(url: str, settings: ApiSettings) -> str | None:
     """Why ``url`` may not be called back (``None``: it may).
 
     Checked once, completely, at the request: the URL as the delivery will send it.
@@ -133,7 +133,7 @@ class Callbacks:
         self,
         redis: Redis,
         client: JobClient,
-        settings: Settings,
+        settings: ApiSettings,
         metrics: Metrics,
         *,
         http: httpx.AsyncClient | None = None,

@@ -12,7 +12,7 @@ import sys
 
 
 def main(argv: list[str]) -> int:
-    from worker.settings import get_settings
+    from api.settings import get_settings
 
     settings = get_settings()
     parser = argparse.ArgumentParser(prog="plybot serve", description=__doc__.splitlines()[0])
@@ -37,7 +37,7 @@ def main(argv: list[str]) -> int:
     if args.workers < 1:
         print(f"plybot serve: --workers {args.workers} must be at least 1", file=sys.stderr)
         return 2
-    from worker.redis_memory import check_redis_memory
+    from worker.core.redis_memory import check_redis_memory
 
     verdict = check_redis_memory(settings.redis_url)  # the URL (it may hold a password) unsaid
     if verdict.level == "refuse":

@@ -24,7 +24,7 @@ from functools import cached_property
 
 from fastapi import HTTPException, Request
 
-from worker.settings import Settings
+from api.settings import ApiSettings
 
 API_KEY_HEADER = "X-API-Key"
 FORWARDED_FOR = "X-Forwarded-For"
@@ -41,7 +41,7 @@ class Identity:
     require_key: bool = False
 
     @classmethod
-    def of(cls, settings: Settings) -> Identity:
+    def of(cls, settings: ApiSettings) -> Identity:
         """From ``PLYBOT_API_KEYS``, ``PLYBOT_API_TRUSTED_PROXIES`` and
         ``PLYBOT_API_REQUIRE_KEY``; a malformed proxy entry raises ``ValueError``
         naming it (the API then refuses to start)."""

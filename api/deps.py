@@ -21,12 +21,12 @@ from api.errors import unprocessable
 from api.limits import QueuedWork, Waits
 from api.metrics import Metrics
 from api.ratelimit import RateLimiter
-from worker.client import JobClient
-from worker.games import GameStore
-from worker.settings import Settings
+from api.settings import ApiSettings
+from worker.core.client import JobClient
+from worker.core.games import GameStore
 
 
-async def get_settings(request: Request) -> Settings:
+async def get_settings(request: Request) -> ApiSettings:
     return request.app.state.settings
 
 
@@ -65,7 +65,7 @@ async def get_caller(request: Request) -> str:
     return identity.client(request)
 
 
-SettingsDep = Annotated[Settings, Depends(get_settings)]
+SettingsDep = Annotated[ApiSettings, Depends(get_settings)]
 RedisDep = Annotated[Redis, Depends(get_redis)]
 ClientDep = Annotated[JobClient, Depends(get_client)]
 GamesDep = Annotated[GameStore, Depends(get_games)]
@@ -100,7 +100,7 @@ async def rate_limit(request: Request, settings: SettingsDep, caller: CallerDep)
 RateLimited = Depends(rate_limit)
 
 
-def check_wait(wait: float, settings: Settings) -> float:
+def check_wait(wait: float, settings: ApiSettings) -> float:
     """``wait`` (seconds, from a ``?wait=`` query), or a 422 past ``PLYBOT_API_MAX_WAIT_S``."""
     if wait > settings.api_max_wait_s:
         raise unprocessable(

@@ -33,8 +33,8 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from worker.client import UnknownJob
-from worker.games import GameConflictError, GameNotFoundError, GameTurnError
+from worker.core.client import UnknownJob
+from worker.core.games import GameConflictError, GameNotFoundError, GameTurnError
 
 log = logging.getLogger("plybot.api")
 

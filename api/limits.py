@@ -22,8 +22,8 @@ from typing import Any
 from fastapi import HTTPException
 from redis.asyncio import Redis
 
-from worker import keys
-from worker.settings import Settings
+from api.settings import ApiSettings
+from worker.core import keys
 
 #: Redis connections kept for short commands beside the held ones (streams, long
 #: polls, callback waits): any number of requests share them, each for a round trip.
@@ -36,7 +36,7 @@ RETRY_AFTER_WAITS_S = 5
 RETRY_AFTER_QUEUED_S = 30
 
 
-def redis_pool_size(settings: Settings) -> int:
+def redis_pool_size(settings: ApiSettings) -> int:
     """Connections the API process's pool may open: one per stream or long poll it allows,
     one per callback delivery in hand, and :data:`SHORT_COMMAND_CONNECTIONS`."""
     return settings.api_max_waits + settings.callback_max_in_flight + SHORT_COMMAND_CONNECTIONS

@@ -33,9 +33,9 @@ from api.limits import POOL_TIMEOUT_S, QueuedWork, Waits, redis_pool_size
 from api.metrics import Metrics, MetricsMiddleware
 from api.ratelimit import RateLimiter
 from api.routes import analyses, games, health, status
-from worker.client import JobClient
-from worker.games import GameStore
-from worker.settings import Settings, get_settings
+from api.settings import ApiSettings, get_settings
+from worker.core.client import JobClient
+from worker.core.games import GameStore
 
 log = logging.getLogger("plybot.api")
 
@@ -94,7 +94,7 @@ service's caps (with `Retry-After`).
 
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-    settings: Settings = app.state.settings
+    settings: ApiSettings = app.state.settings
     # One bounded pool for jobs, games and limits, sized for every stream and long poll
     # the process allows (api.limits): it cannot run dry at the concurrency it admits.
     client = JobClient(
@@ -128,7 +128,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await client.aclose()
 
 
-async def _purge_games(store: GameStore, settings: Settings) -> None:
+async def _purge_games(store: GameStore, settings: ApiSettings) -> None:
     while True:
         with contextlib.suppress(Exception):  # Redis down: next time
             await store.purge(
@@ -137,7 +137,7 @@ async def _purge_games(store: GameStore, settings: Settings) -> None:
         await asyncio.sleep(PURGE_INTERVAL_S)
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: ApiSettings | None = None) -> FastAPI:
     """The API as an ASGI app (``settings``: the environment's by default).
 
     Needs ``settings.redis_url`` (``REDIS_URL``); ``plybot up`` sets it.

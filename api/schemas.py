@@ -1,6 +1,6 @@
 """The HTTP API's request and response bodies (the job contract's models, plus what HTTP adds).
 
-Analyses reuse :mod:`worker.contract` as they are (so a field means the same
+Analyses reuse :mod:`worker.core.contract` as they are (so a field means the same
 to the API, the bot and the workers); games are shown from the HTTP player's
 side (``"human"`` against ``"bot"``).
 """
@@ -11,8 +11,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from worker.client import ServiceStatus
-from worker.contract import (
+from engine.game import game_names
+from worker.core.client import ServiceStatus
+from worker.core.contract import (
     AnalysisRequest,
     AnalysisResult,
     JobState,
@@ -20,9 +21,9 @@ from worker.contract import (
     Level,
     Progress,
 )
-from worker.games import BOT, BotMove, GameSession, GameStatus
+from worker.core.games import BOT, BotMove, GameSession, GameStatus
 
-#: The HTTP player's id in its games (the bot is :data:`worker.games.BOT`).
+#: The HTTP player's id in its games (the bot is :data:`worker.core.games.BOT`).
 HUMAN = "human"
 
 Side = Literal["human", "bot"]
@@ -194,7 +195,9 @@ class GameCreate(_UnicodeBody):
         },
     )
 
-    game: str = Field("connect4", description="`connect4` or `tictactoe`.")
+    game: str = Field(
+        "connect4", description=" or ".join(f"`{name}`" for name in game_names()) + "."
+    )
     variant: str | None = Field(None, description="Board size (Connect Four: `7x6`).")
     level: Level = Field("medium", description="`easy`, `medium`, `hard` or `perfect`.")
     first: Side = Field("human", description="Who moves first.")

@@ -24,7 +24,7 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from worker.settings import get_settings
+from api.settings import get_settings
 
 log = logging.getLogger("plybot.api.server")
 

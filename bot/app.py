@@ -24,9 +24,9 @@ from redis.asyncio import Redis
 from bot.cog import Games, StringsTranslator
 from bot.keys import Keys
 from bot.service import DiscordGames
+from bot.settings import BotSettings
 from bot.views import DYNAMIC_ITEMS
-from worker.client import JobClient
-from worker.settings import Settings
+from worker.core.client import JobClient
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ class ClaimingTree(discord.app_commands.CommandTree["PlybotBot"]):
 
 
 class PlybotBot(commands.Bot):
-    def __init__(self, settings: Settings, *, redis_url: str | None = None) -> None:
+    def __init__(self, settings: BotSettings, *, redis_url: str | None = None) -> None:
         # plybot has no voice: discord.py's warnings about voice libraries are noise.
         discord.VoiceClient.warn_nacl = False
         discord.VoiceClient.warn_dave = False

@@ -4,7 +4,7 @@ A challenge is not a game yet: it names the two users, the game and who moves
 first, and expires at ``expires_at``. Whoever answers it first (accept,
 decline, withdraw, or the sweeper at expiry) takes it with ``GETDEL``, so two
 answers racing cannot both act. An accepted challenge becomes a
-:class:`worker.games.GameSession` with the challenge's id, so the claims taken
+:class:`worker.core.games.GameSession` with the challenge's id, so the claims taken
 for the challenge (see :mod:`bot.limits`) carry over to the game.
 """
 
@@ -19,6 +19,7 @@ from redis.asyncio import Redis
 from redis.exceptions import WatchError
 
 from bot.keys import Keys
+from worker.core.keys import as_str
 
 Answer = Literal["accepted", "declined", "expired", "withdrawn"]
 
@@ -106,4 +107,4 @@ class ChallengeStore:
         """Ids of challenges past their expiry."""
         now = time.time() if now is None else now
         found = await self.redis.zrangebyscore(self.keys.challenge_deadlines, "-inf", now)
-        return [x.decode() if isinstance(x, bytes) else str(x) for x in found]
+        return [as_str(x) for x in found]

@@ -67,10 +67,10 @@ def main(argv: list[str]) -> int:
 
     from pydantic import ValidationError
 
-    from worker.settings import Settings
+    from bot.settings import BotSettings
 
     try:
-        settings = Settings()
+        settings = BotSettings()
     except ValidationError as exc:
         first = exc.errors()[0]
         # Name the setting, never echo its value: it may be the token.

@@ -46,11 +46,12 @@ from bot.render import (
     title,
 )
 from bot.service import DiscordGames, Notice, Update, notice
+from bot.settings import BotSettings
 from bot.strings import LANGUAGES, language, say
 from bot.views import COG_NAME, challenge_view, game_view
 from engine.game import Game
-from worker.games import BOT, GameSession
-from worker.settings import Settings
+from worker.core.bot_moves import overdue_after_s
+from worker.core.games import BOT, GameSession
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +170,7 @@ def _place(table: GameSession | Challenge) -> tuple[str | None, str | None]:
 class Games(commands.Cog, name=COG_NAME):
     """Connect Four and tic-tac-toe against plybot or each other, /analyze, /stats."""
 
-    def __init__(self, bot: commands.Bot, service: DiscordGames, settings: Settings) -> None:
+    def __init__(self, bot: commands.Bot, service: DiscordGames, settings: BotSettings) -> None:
         self.bot = bot
         self.service = service
         self.settings = settings
@@ -598,8 +599,7 @@ class Games(commands.Cog, name=COG_NAME):
         """One pass of the sweeper: expiries and forfeits shown, stuck bot moves asked again."""
         for update in await self.service.sweep(now):
             await self.show(update)
-        stale_after = self.settings.interactive_ttl_s + self.settings.interactive_timeout_s + 10
-        for session in await self.service.stuck_bot_games(stale_after, now):
+        for session in await self.service.stuck_bot_games(overdue_after_s(self.settings), now):
             if session.id not in self._bot_moves:
                 self._spawn(self._retry_bot_move(session.id))
 

@@ -3,7 +3,7 @@
 A server's members with Manage Server choose plybot's default level, the move
 timeout of its games, a channel for games and the language of the bot's public
 messages there (``/settings``). Anything not set falls back to the process's
-:class:`~worker.settings.Settings`; the language, to the server's own Discord
+:class:`~bot.settings.BotSettings`; the language, to the server's own Discord
 locale (see :meth:`GuildSettings.public_language`). A game records the timeout
 and the language it started with (in its ``meta``), so changing a setting never
 shortens a game already being played, nor changes the language of its board.
@@ -18,7 +18,8 @@ from redis.asyncio import Redis
 
 from bot.keys import Keys
 from bot.strings import LANGUAGES, say
-from worker.contract import LEVELS
+from worker.core.contract import LEVELS
+from worker.core.keys import as_str
 
 #: Bounds of the move timeout a server may choose, in seconds.
 MIN_TIMEOUT_S = 60
@@ -65,10 +66,6 @@ def _duration(seconds: float, lang: str) -> str:
     return say("minute", lang) if minutes == 1 else say("minutes", lang, n=minutes)
 
 
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
-
-
 class GuildSettingsStore:
     def __init__(self, redis: Redis, keys: Keys, *, level: str, timeout_s: float) -> None:
         self.redis = redis
@@ -77,7 +74,7 @@ class GuildSettingsStore:
 
     async def get(self, guild_id: str) -> GuildSettings:
         raw = await self.redis.hgetall(self.keys.guild_settings(guild_id))
-        found = {_text(k): _text(v) for k, v in raw.items()}
+        found = {as_str(k): as_str(v) for k, v in raw.items()}
         return GuildSettings(
             level=found.get("level", self.defaults.level),
             timeout_s=float(found.get("timeout_s", self.defaults.timeout_s)),

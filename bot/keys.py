@@ -1,6 +1,6 @@
 """Every Redis key the Discord bot uses, in one place (under one prefix).
 
-The games themselves are :class:`worker.games.GameStore` sessions under the
+The games themselves are :class:`worker.core.games.GameStore` sessions under the
 same prefix (``{prefix}game:{id}``), so the store's index of ongoing games
 holds only the bot's games, never the HTTP API's.
 """

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from redis.asyncio import Redis
 
 from bot.keys import Keys
+from worker.core.keys import as_str
 
 # KEYS[1] the guild's set of game ids, KEYS[2] the hash of every active game id -> its
 # guild, KEYS[3..] one claim key per player. ARGV[1] game id, ARGV[2] guild id, ARGV[3] the
@@ -89,7 +90,7 @@ class Limits:
             keys=self.claim_keys(guild_id, channel_id, users),
             args=[game_id, guild_id, self.max_games_per_guild],
         )
-        kind, *rest = (_text(x) for x in reply)
+        kind, *rest = (as_str(x) for x in reply)
         if kind == "ok":
             return Claim(ok=True)
         if kind == "busy":
@@ -104,11 +105,11 @@ class Limits:
     async def holder(self, channel_id: str, user_id: str) -> str | None:
         """The id of the game or challenge ``user_id`` has in ``channel_id``."""
         raw = await self.redis.get(self.keys.claim(channel_id, user_id))
-        return None if raw is None else _text(raw)
+        return None if raw is None else as_str(raw)
 
     async def active_ids(self) -> list[str]:
         """Every game and challenge holding claims (not settled yet)."""
-        return sorted(_text(x) for x in await self.redis.hkeys(self.keys.active))
+        return sorted(as_str(x) for x in await self.redis.hkeys(self.keys.active))
 
     async def forget(self, game_id: str) -> None:
         """Drop a game whose record vanished (expired) from the active games and its guild."""
@@ -127,7 +128,3 @@ class Limits:
             return 0.0
         left_ms = await self.redis.pttl(key)
         return max(left_ms, 1) / 1000  # -2: expired just now; still say "a moment"
-
-
-def _text(value: bytes | str | int) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)

@@ -25,14 +25,14 @@ import discord
 from bot.challenges import Challenge
 from bot.picture import board_png
 from bot.stats import Standing, UserStats
-from bot.strings import LANGUAGES, decimal, ordinal, say
+from bot.strings import LANGUAGES, STRINGS, decimal, ordinal, say
 from engine.analysis import moves_to_end
 from engine.connect4 import Connect4
 from engine.game import Game
 from engine.tictactoe import _LINES as LINES
 from engine.tictactoe import TicTacToe
-from worker.contract import LEVELS, AnalysisResult
-from worker.games import BOT, GameSession, GameStatus
+from worker.core.contract import LEVELS, AnalysisResult
+from worker.core.games import BOT, GameSession, GameStatus
 
 KEYCAPS = ("0️⃣", "1️⃣", "2️⃣", "3️⃣", "4️⃣", "5️⃣", "6️⃣", "7️⃣", "8️⃣", "9️⃣")
 
@@ -40,9 +40,6 @@ KEYCAPS = ("0️⃣", "1️⃣", "2️⃣", "3️⃣", "4️⃣", "5️⃣", "6�
 PIECES: dict[str, tuple[str, str]] = {"connect4": ("🔴", "🟡"), "tictactoe": ("❌", "⭕")}
 LAST_PIECES: dict[str, tuple[str, str]] = {"connect4": ("🟥", "🟨"), "tictactoe": ("❎", "🅾️")}
 EMPTY_HOLE = "⚫"
-
-#: The games whose names are translated (``title_<game>`` in :mod:`bot.strings`).
-TITLES = ("connect4", "tictactoe")
 
 
 def piece(game: str, player: int) -> str:
@@ -52,7 +49,8 @@ def piece(game: str, player: int) -> str:
 
 def title(game: str, lang: str = "en") -> str:
     """The game's display name in ``lang`` (its id for a game without one)."""
-    return say(f"title_{game}", lang) if game in TITLES else game
+    key = f"title_{game}"
+    return say(key, lang) if key in STRINGS else game
 
 
 def table_language(table: GameSession | Challenge) -> str:

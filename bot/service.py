@@ -6,11 +6,11 @@ what to show: a :class:`Notice` (a reply only the person who acted sees) or an
 announcement in its channel, perhaps a move for the bot to make). The cog turns
 these into Discord calls; nothing here imports ``discord``.
 
-Games are :class:`worker.games.GameSession` s in a :class:`~worker.games.GameStore`
+Games are :class:`worker.core.games.GameSession` s in a :class:`~worker.core.games.GameStore`
 under the bot's own key prefix; players are Discord user ids (as strings) and
-:data:`~worker.games.BOT`. A session's ``meta`` holds its guild, channel and
+:data:`~worker.core.games.BOT`. A session's ``meta`` holds its guild, channel and
 message ids. The rules are the engine's (through the session), the bot's moves
-are jobs on the ``interactive`` queue (through :class:`worker.client.JobClient`),
+are jobs on the ``interactive`` queue (through :class:`worker.core.client.JobClient`),
 and the limits and stats are single atomic steps in Redis (:mod:`bot.limits`,
 :mod:`bot.stats`).
 
@@ -19,7 +19,7 @@ Life of a game: ``start`` creates a game against plybot, or a challenge that
 ``resign`` and ``sweep`` end it; every end goes through ``_settle``, which
 counts it once and frees its claims. While the bot is to move,
 ``request_bot_move`` submits a job and records it in the session, and
-``await_bot_move`` plays the answer (both through :mod:`worker.bot_moves`, as the
+``await_bot_move`` plays the answer (both through :mod:`worker.core.bot_moves`, as the
 HTTP API's games do); ``recover`` finds the games whose bot move was in flight
 when the bot stopped.
 
@@ -48,14 +48,15 @@ from bot.guilds import MIN_TIMEOUT_S, GuildSettingsStore
 from bot.keys import Keys
 from bot.limits import Claim, Limits
 from bot.render import mention, table_language, title
+from bot.settings import BotSettings
 from bot.stats import Settlement, Standing, Stats, UserStats
 from bot.strings import say
 from engine.errors import PlybotError
-from engine.game import new_game, require_ongoing
-from worker.bot_moves import BotMoves
-from worker.client import JobClient, JobFailed, JobTimeout, UnknownJob
-from worker.contract import LEVELS, AnalysisRequest, AnalysisResult
-from worker.games import (
+from engine.game import game_names, new_game, require_ongoing
+from worker.core.bot_moves import BotMoves
+from worker.core.client import JobClient, JobFailed, JobTimeout, UnknownJob
+from worker.core.contract import LEVELS, AnalysisRequest, AnalysisResult
+from worker.core.games import (
     BOT,
     GameError,
     GameNotFoundError,
@@ -64,11 +65,11 @@ from worker.games import (
     GameStore,
     GameTurnError,
 )
-from worker.settings import Settings
 
 log = logging.getLogger(__name__)
 
-GAMES = ("connect4", "tictactoe")
+#: The games one can play in Discord: every registered game.
+GAMES = tuple(game_names())
 FIRST = ("me", "opponent", "random")
 #: The share of the move timeout after which the player to move is warned.
 WARN_AT = 0.8
@@ -127,7 +128,7 @@ class DiscordGames:
         self,
         redis: Redis,
         jobs: JobClient,
-        settings: Settings,
+        settings: BotSettings,
         *,
         rng: random.Random | None = None,
     ) -> None:

@@ -26,7 +26,8 @@ from typing import cast
 from redis.asyncio import Redis
 
 from bot.keys import Keys
-from worker.games import BOT
+from worker.core.games import BOT
+from worker.core.keys import as_str
 
 K_FACTOR = 32
 INITIAL_RATING = 1200.0
@@ -162,7 +163,7 @@ class Stats:
         )
         vs_users: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(RESULTS, 0))
         for name, count in raw.items():
-            parts = _text(name).split(":")
+            parts = as_str(name).split(":")
             if parts[0] == "bot" and len(parts) == 4:
                 vs_bot[(parts[1], parts[2])][parts[3]] = int(count)
             elif parts[0] == "pvp" and len(parts) == 3:
@@ -182,7 +183,7 @@ class Stats:
                 self.keys.rating(guild_id, game), 0, top - 1, withscores=True
             ),
         )
-        users = [_text(u) for u, _ in rows]
+        users = [as_str(u) for u, _ in rows]
         async with self.redis.pipeline(transaction=False) as pipe:
             for user in users:
                 pipe.hmget(self.keys.stats(guild_id, user), [f"pvp:{game}:{r}" for r in RESULTS])
@@ -201,7 +202,3 @@ def _result(winner: int | None, player: int) -> str:
     if winner is None:
         return "draw"
     return "win" if winner == player else "loss"
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value

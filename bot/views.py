@@ -22,7 +22,7 @@ from bot.challenges import Challenge
 from bot.render import MARKS, button_rows, occupant, playable, table_language, tictactoe_line
 from bot.strings import say
 from engine.tictactoe import TicTacToe
-from worker.games import GameSession
+from worker.core.games import GameSession
 
 if TYPE_CHECKING:
     from bot.cog import Games

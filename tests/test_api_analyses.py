@@ -20,7 +20,7 @@ import pytest
 from engine.analysis import analyze
 from engine.game import new_game
 from tests.fixtures.api import ApiServer, WebhookReceiver
-from worker.client import JobClient
+from worker.core.client import JobClient
 
 pytestmark = [pytest.mark.redis, pytest.mark.service]
 

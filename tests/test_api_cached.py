@@ -18,9 +18,9 @@ import redis
 from engine.game import new_game
 from tests.fixtures.api import WebhookReceiver, api_server_on
 from tests.test_api_analyses import read_events
-from worker.position_cache import entry_key
-from worker.processes import WorkerPool
-from worker.redis_server import free_port
+from worker.core.position_cache import entry_key
+from worker.process.processes import WorkerPool
+from worker.process.redis_server import free_port
 
 pytestmark = [pytest.mark.redis, pytest.mark.service]
 

@@ -15,7 +15,7 @@ import pytest
 import redis
 
 from tests.fixtures.api import api_server_on
-from worker.processes import WorkerPool
+from worker.process.processes import WorkerPool
 
 pytestmark = [pytest.mark.redis, pytest.mark.service]
 

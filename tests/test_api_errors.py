@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from tests.fixtures.api import ApiServer, api_server_on
-from worker.redis_server import RedisServer
+from worker.process.redis_server import RedisServer
 
 pytestmark = [pytest.mark.redis, pytest.mark.service]
 

@@ -26,10 +26,10 @@ import pytest
 import redis
 
 from tests.fixtures.api import CALLBACK_SECRET, ApiServer, WebhookReceiver, api_server_on
-from worker.chaos import mixed_load, open_slow_clients
-from worker.processes import WorkerPool
-from worker.redis_memory import check_redis_memory
-from worker.redis_server import RedisServer
+from worker.bench.chaos import mixed_load, open_slow_clients
+from worker.core.redis_memory import check_redis_memory
+from worker.process.processes import WorkerPool
+from worker.process.redis_server import RedisServer
 
 pytestmark = [pytest.mark.redis, pytest.mark.service]
 

@@ -20,10 +20,10 @@ from engine.book import OpeningBook, parse
 from engine.connect4 import Connect4
 from engine.layer import chunks, positions_at
 from engine.solver import Solver
-from worker import keys
-from worker.client import JobClient
-from worker.contract import BookChunkRequest, MoveRequest
-from worker.jobstore import JobStore
+from worker.core import keys
+from worker.core.client import JobClient
+from worker.core.contract import BookChunkRequest, MoveRequest
+from worker.core.jobstore import JobStore
 
 pytestmark = [pytest.mark.redis, pytest.mark.service]
 

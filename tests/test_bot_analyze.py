@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from bot.settings import BotSettings
 from tests.fixtures.discord import DiscordWorld, FakeInteraction, run_with_bot
-from worker.settings import Settings
 
 pytestmark = [pytest.mark.redis, pytest.mark.service]
 
@@ -19,8 +19,8 @@ GUILD, CHANNEL = 99, 98
 _prefixes = itertools.count()
 
 
-def make_settings(redis_url: str, cooldown_s: float) -> Settings:
-    return Settings(
+def make_settings(redis_url: str, cooldown_s: float) -> BotSettings:
+    return BotSettings(
         redis_url=redis_url,
         bot_key_prefix=f"t:analyze:{time.time_ns()}:{next(_prefixes)}:",
         bot_sweep_interval_s=3600,

@@ -128,10 +128,10 @@ def test_login_syncs_the_slash_commands_to_the_dev_guild_or_globally_once(
     redis_url: str, fake_discord_api: type[FakeDiscordAPI], guild_id: int | None
 ) -> None:
     from bot.app import PlybotBot
-    from worker.settings import Settings
+    from bot.settings import BotSettings
 
     fake_discord_api.token = TOKEN
-    settings = Settings(
+    settings = BotSettings(
         redis_url=redis_url,
         discord_guild_id=guild_id,
         bot_key_prefix=f"t:cli:{time.time_ns()}:",

@@ -20,6 +20,7 @@ from PIL import Image
 from redis.asyncio import Redis
 
 from bot.picture import RIM, centre
+from bot.settings import BotSettings
 from engine.game import new_game
 from tests.fixtures.discord import (
     DiscordWorld,
@@ -29,8 +30,7 @@ from tests.fixtures.discord import (
     start_bot,
     stop_bot,
 )
-from worker.redis_server import RedisServer
-from worker.settings import Settings
+from worker.process.redis_server import RedisServer
 
 pytestmark = [pytest.mark.redis, pytest.mark.service]
 
@@ -39,7 +39,7 @@ CHANNEL = 888
 
 
 @pytest.fixture
-def settings(redis_url: str) -> Settings:
+def settings(redis_url: str) -> BotSettings:
     return bot_settings(redis_url)
 
 
@@ -54,7 +54,7 @@ def posts(world: DiscordWorld) -> list[FakeMessage]:
 
 @pytest.mark.usefixtures("workers")
 def test_challenge_played_to_a_win_marks_the_four_pings_each_turn_then_a_rematch(
-    settings: Settings, redis_url: str, discord_world: DiscordWorld
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -118,7 +118,7 @@ def test_challenge_played_to_a_win_marks_the_four_pings_each_turn_then_a_rematch
 
 @pytest.mark.usefixtures("workers")
 def test_against_plybot_resign_button_rematch_and_no_pings(
-    settings: Settings, redis_url: str, discord_world: DiscordWorld
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -163,7 +163,7 @@ def test_against_plybot_resign_button_rematch_and_no_pings(
 
 @pytest.mark.usefixtures("workers")
 def test_board_command_posts_the_game_again_and_the_new_message_is_the_one_kept(
-    settings: Settings, redis_url: str, discord_world: DiscordWorld
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -189,7 +189,7 @@ def test_board_command_posts_the_game_again_and_the_new_message_is_the_one_kept(
 
 @pytest.mark.usefixtures("workers")
 def test_a_channel_without_the_bots_permissions_is_refused_with_an_explanation(
-    settings: Settings, redis_url: str, discord_world: DiscordWorld
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
     world.permissions[CHANNEL] = discord.Permissions(view_channel=True, send_messages=True)
@@ -224,7 +224,7 @@ def test_a_channel_without_the_bots_permissions_is_refused_with_an_explanation(
 
 @pytest.mark.usefixtures("workers")
 def test_two_bot_processes_sharing_a_token_handle_each_interaction_once(
-    settings: Settings, redis_url: str, discord_world: DiscordWorld
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -252,7 +252,7 @@ def test_two_bot_processes_sharing_a_token_handle_each_interaction_once(
 
 
 def test_workers_down_is_said_at_once(
-    redis_url: str, discord_world: DiscordWorld, settings: Settings
+    redis_url: str, discord_world: DiscordWorld, settings: BotSettings
 ) -> None:
     # Another Redis database: the same server, where no worker holds a lease.
     empty = redis_url.rsplit("/", 1)[0] + "/7"
@@ -278,7 +278,7 @@ def test_workers_down_is_said_at_once(
 
 @pytest.mark.usefixtures("workers")
 def test_a_failing_button_and_a_failing_command_still_answer(
-    settings: Settings, redis_url: str, discord_world: DiscordWorld
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -305,7 +305,7 @@ def test_a_failing_button_and_a_failing_command_still_answer(
 
 @pytest.mark.usefixtures("workers")
 def test_server_settings_are_changed_by_managers_only_and_apply_to_new_games(
-    settings: Settings, redis_url: str, discord_world: DiscordWorld
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -380,7 +380,7 @@ def test_a_redis_outage_is_logged_by_the_sweeper_in_one_line_without_a_traceback
     # A Redis of this test's own: stopping it must not disturb the other tests.
     server = RedisServer(persistent=False)
     server.start()
-    lively = Settings(
+    lively = BotSettings(
         redis_url=server.url,
         bot_key_prefix="t:outage:",
         bot_sweep_interval_s=0.05,
@@ -410,7 +410,7 @@ def test_a_redis_outage_is_logged_by_the_sweeper_in_one_line_without_a_traceback
 
 @pytest.mark.usefixtures("workers")
 def test_two_shards_each_get_only_their_own_guilds_interactions(
-    settings: Settings, redis_url: str, discord_world: DiscordWorld
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
     # Guild ids whose shard of 2 is 0 and 1 (Discord's (id >> 22) % shard_count).
@@ -452,7 +452,7 @@ def test_two_shards_each_get_only_their_own_guilds_interactions(
 
 @pytest.mark.usefixtures("workers")
 def test_a_game_outlives_the_interactions_15_minute_token(
-    settings: Settings, redis_url: str, discord_world: DiscordWorld
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 

@@ -18,6 +18,7 @@ import pytest
 from redis.asyncio import Redis
 
 from bot.service import DiscordGames, Update
+from bot.settings import BotSettings
 from tests.fixtures.discord import (
     Button,
     DiscordWorld,
@@ -28,9 +29,8 @@ from tests.fixtures.discord import (
     start_bot,
     stop_bot,
 )
-from worker.client import JobClient
-from worker.games import BOT, GameSession, GameStore
-from worker.settings import Settings
+from worker.core.client import JobClient
+from worker.core.games import BOT, GameSession, GameStore
 
 pytestmark = [pytest.mark.redis, pytest.mark.service]
 
@@ -39,7 +39,7 @@ CHANNEL = 777
 
 
 @pytest.fixture
-def settings(redis_url: str) -> Settings:
+def settings(redis_url: str) -> BotSettings:
     return bot_settings(redis_url)
 
 
@@ -90,7 +90,7 @@ def announcements(world: DiscordWorld, channel: int = CHANNEL) -> list[str]:
 @pytest.mark.parametrize("level", ["easy", "medium", "hard", "perfect"])
 @pytest.mark.usefixtures("workers")
 def test_full_tictactoe_game_against_the_bot_at_each_level(
-    settings: Settings, redis_url: str, discord_world: DiscordWorld, level: str
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld, level: str
 ) -> None:
     world = discord_world
 
@@ -124,7 +124,7 @@ def test_full_tictactoe_game_against_the_bot_at_each_level(
 
 @pytest.mark.usefixtures("workers")
 def test_bot_moves_first_when_asked_and_a_game_can_start_from_a_position(
-    settings: Settings, redis_url: str, discord_world: DiscordWorld
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -148,7 +148,7 @@ def test_bot_moves_first_when_asked_and_a_game_can_start_from_a_position(
 @pytest.mark.parametrize("level", ["easy", "medium", "hard", "perfect"])
 @pytest.mark.usefixtures("workers")
 def test_full_connect4_game_against_the_bot(
-    settings: Settings, redis_url: str, discord_world: DiscordWorld, level: str
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld, level: str
 ) -> None:
     world = discord_world
 
@@ -169,7 +169,7 @@ def test_full_connect4_game_against_the_bot(
 
 @pytest.mark.usefixtures("workers")
 def test_resign_ends_the_game_and_counts_a_loss(
-    settings: Settings, redis_url: str, discord_world: DiscordWorld
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -197,7 +197,7 @@ def test_resign_ends_the_game_and_counts_a_loss(
 
 @pytest.mark.usefixtures("workers")
 def test_challenge_accepted_and_played_to_the_end_moves_the_ratings(
-    settings: Settings, redis_url: str, discord_world: DiscordWorld
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -238,7 +238,7 @@ def test_challenge_accepted_and_played_to_the_end_moves_the_ratings(
 
 @pytest.mark.usefixtures("workers")
 def test_challenge_declined_and_challenge_expired(
-    settings: Settings, redis_url: str, discord_world: DiscordWorld
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -279,7 +279,7 @@ def test_challenge_declined_and_challenge_expired(
 
 @pytest.mark.usefixtures("workers")
 def test_presses_out_of_turn_on_a_full_column_by_a_stranger_and_on_a_finished_game(
-    settings: Settings, redis_url: str, discord_world: DiscordWorld
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -311,7 +311,7 @@ def test_presses_out_of_turn_on_a_full_column_by_a_stranger_and_on_a_finished_ga
 
 @pytest.mark.usefixtures("workers")
 def test_two_presses_racing_on_one_board_play_exactly_one_move(
-    settings: Settings, redis_url: str, discord_world: DiscordWorld
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -334,7 +334,7 @@ def test_two_presses_racing_on_one_board_play_exactly_one_move(
 
 @pytest.mark.usefixtures("workers")
 def test_one_game_per_user_per_channel_even_when_commands_race(
-    settings: Settings, redis_url: str, discord_world: DiscordWorld
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -384,7 +384,7 @@ def test_one_game_per_user_per_channel_even_when_commands_race(
 
 @pytest.mark.usefixtures("workers")
 def test_concurrent_games_per_guild_are_capped(
-    settings: Settings, redis_url: str, discord_world: DiscordWorld
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
     capped = settings.model_copy(update={"bot_max_games_per_guild": 2})
@@ -412,7 +412,7 @@ def test_concurrent_games_per_guild_are_capped(
 
 @pytest.mark.usefixtures("workers")
 def test_inactive_game_is_forfeited_with_a_message_in_the_channel(
-    settings: Settings, redis_url: str, discord_world: DiscordWorld
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -459,7 +459,7 @@ def test_inactive_game_is_forfeited_with_a_message_in_the_channel(
 
 @pytest.mark.usefixtures("workers")
 def test_bot_restarted_mid_game_resumes_with_the_same_buttons(
-    settings: Settings, redis_url: str, discord_world: DiscordWorld
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -499,7 +499,7 @@ def test_bot_restarted_mid_game_resumes_with_the_same_buttons(
 
 @pytest.mark.usefixtures("workers")
 def test_a_stale_board_is_refused_and_redrawn(
-    settings: Settings, redis_url: str, discord_world: DiscordWorld
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -519,7 +519,7 @@ def test_a_stale_board_is_refused_and_redrawn(
 
 @pytest.mark.usefixtures("workers")
 def test_restart_settles_games_that_ended_unsettled_and_frees_vanished_ones(
-    settings: Settings, redis_url: str, discord_world: DiscordWorld
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -550,7 +550,7 @@ def test_restart_settles_games_that_ended_unsettled_and_frees_vanished_ones(
 
 @pytest.mark.usefixtures("workers")
 def test_pressing_while_the_bot_thinks_is_refused(
-    settings: Settings, redis_url: str, discord_world: DiscordWorld
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 
@@ -580,7 +580,7 @@ def test_pressing_while_the_bot_thinks_is_refused(
 
 @pytest.mark.usefixtures("workers")
 def test_a_bot_move_in_flight_when_the_bot_stopped_is_picked_up_on_start(
-    settings: Settings, redis_url: str, discord_world: DiscordWorld
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
 

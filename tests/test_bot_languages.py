@@ -15,8 +15,8 @@ from typing import Any
 import discord
 import pytest
 
+from bot.settings import BotSettings
 from tests.fixtures.discord import DiscordWorld, FakeMessage, bot_settings, run_with_bot
-from worker.settings import Settings
 
 pytestmark = [pytest.mark.redis, pytest.mark.service]
 
@@ -25,7 +25,7 @@ ENGLISH_GUILD, ENGLISH_CHANNEL = 6262, 626
 
 
 @pytest.fixture
-def settings(redis_url: str) -> Settings:
+def settings(redis_url: str) -> BotSettings:
     return bot_settings(redis_url, bot_analyze_cooldown_s=0)
 
 
@@ -36,7 +36,7 @@ def posts(world: DiscordWorld, channel: int) -> list[FakeMessage]:
 
 @pytest.mark.usefixtures("workers")
 def test_a_french_server_sees_french_boards_while_each_user_reads_their_own_replies(
-    settings: Settings, redis_url: str, discord_world: DiscordWorld
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
     world.guild(FRENCH_GUILD, locale="fr")
@@ -114,7 +114,7 @@ def test_a_french_server_sees_french_boards_while_each_user_reads_their_own_repl
 
 @pytest.mark.usefixtures("workers")
 def test_an_english_server_sees_english_boards_while_a_french_user_reads_french_replies(
-    settings: Settings, redis_url: str, discord_world: DiscordWorld
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
     where = {"guild_id": ENGLISH_GUILD, "channel_id": ENGLISH_CHANNEL}
@@ -148,7 +148,7 @@ def test_an_english_server_sees_english_boards_while_a_french_user_reads_french_
 
 @pytest.mark.usefixtures("workers")
 def test_the_servers_language_setting_rules_new_games_and_a_board_keeps_its_own(
-    settings: Settings, redis_url: str, discord_world: DiscordWorld
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
     where = {"guild_id": ENGLISH_GUILD, "channel_id": ENGLISH_CHANNEL}
@@ -204,7 +204,7 @@ def test_the_servers_language_setting_rules_new_games_and_a_board_keeps_its_own(
 
 @pytest.mark.usefixtures("workers")
 def test_the_sweepers_expiries_and_warnings_speak_the_language_of_their_game(
-    settings: Settings, redis_url: str, discord_world: DiscordWorld
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
     world.guild(FRENCH_GUILD, locale="fr-FR")  # a regional locale: its language is shipped

@@ -35,8 +35,8 @@ from bot.render import (
 from bot.stats import Standing, UserStats
 from bot.views import GameButton, MoveButton, challenge_view, game_view
 from engine.game import new_game
-from worker.contract import AnalysisResult
-from worker.games import BOT, BotMove, GameSession
+from worker.core.contract import AnalysisResult
+from worker.core.games import BOT, BotMove, GameSession
 
 
 def c4(notation: str) -> str:

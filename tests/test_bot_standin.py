@@ -16,8 +16,8 @@ import aiohttp
 import discord
 import pytest
 
+from bot.settings import BotSettings
 from tests.fixtures.discord import APP_ID, DiscordWorld, start_bot, stop_bot
-from worker.settings import Settings
 
 
 def error(code: int, message: str) -> dict[str, Any]:
@@ -135,7 +135,7 @@ def test_a_session_asked_to_reconnect_resumes_and_keeps_answering(
     redis_url: str, discord_world: DiscordWorld
 ) -> None:
     world = discord_world
-    settings = Settings(
+    settings = BotSettings(
         redis_url=redis_url,
         bot_key_prefix=f"t:standin:{time.time_ns()}:",
         bot_sweep_interval_s=3600,

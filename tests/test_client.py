@@ -10,9 +10,9 @@ import redis
 
 from engine.analysis import analyze
 from engine.game import new_game
-from worker.client import JobClient, JobFailed, JobTimeout, UnknownJob
-from worker.contract import AnalysisRequest, AnalysisResult, MoveRequest, MoveResult
-from worker.settings import Settings
+from worker.core.client import JobClient, JobFailed, JobTimeout, UnknownJob
+from worker.core.contract import AnalysisRequest, AnalysisResult, MoveRequest, MoveResult
+from worker.core.settings import Settings
 
 pytestmark = [pytest.mark.redis, pytest.mark.service]
 
@@ -147,7 +147,7 @@ def test_a_failing_job_reports_its_error(redis_url: str) -> None:  # type: ignor
     run(go())  # sanity: a valid one works
 
     raw = redis.Redis.from_url(redis_url)
-    from worker.jobstore import JobStore
+    from worker.core.jobstore import JobStore
 
     store = JobStore(raw)
     script_keys, args = store.prepare_submit(AnalysisRequest(game="tictactoe", position="5"))

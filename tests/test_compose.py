@@ -59,8 +59,8 @@ def test_workers_scale_and_redis_persists(compose: dict) -> None:
 def test_the_image_compiles_the_engine_at_build_time() -> None:
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert "NUMBA_CACHE_DIR" in dockerfile
-    assert "from worker.jobs import warm_up" in dockerfile
-    from worker.jobs import warm_up
+    assert "from worker.process.jobs import warm_up" in dockerfile
+    from worker.process.jobs import warm_up
 
     assert callable(warm_up)
 

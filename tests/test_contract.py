@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from engine.levels import LEVELS as ENGINE_LEVELS
-from worker.contract import (
+from worker.core.contract import (
     LEVELS,
     AnalysisRequest,
     AnalysisResult,
@@ -18,7 +18,7 @@ from worker.contract import (
     MoveResult,
     Progress,
 )
-from worker.settings import get_settings
+from worker.core.settings import get_settings
 
 
 def error_of(model: type, **fields: object) -> tuple[tuple, str]:
@@ -135,3 +135,26 @@ def test_move_request_levels_are_the_engines() -> None:
     assert where == ("level",)
     assert "'perfect'" in message
     assert MoveRequest(game="tictactoe", position="5").variant == "3x3"
+
+
+def test_each_job_kind_names_a_function_of_its_own_models() -> None:
+    """The job-kind table and the job functions agree: each kind's function (by the dotted
+    path RQ's record carries) exists and takes the kind's request model and returns its
+    result model; every queue is served, in the table's order."""
+    import importlib
+    import inspect
+
+    from worker.core.kinds import KINDS, QUEUES, kind_of
+
+    assert QUEUES == ("interactive", "analysis", "book")
+    for name, kind in KINDS.items():
+        assert kind.name == name
+        module, _, function_name = kind.function.rpartition(".")
+        function = getattr(importlib.import_module(module), function_name)
+        signature = inspect.signature(function, eval_str=True)
+        (parameter,) = signature.parameters.values()
+        assert parameter.annotation is kind.request
+        assert signature.return_annotation is kind.result
+        assert kind.timeout(get_settings()) >= 1
+    assert kind_of(MoveRequest(position="44")) is KINDS["move"]
+    assert kind_of(AnalysisRequest(position="44")) is KINDS["analysis"]

@@ -1,5 +1,5 @@
-"""Game sessions (worker/games.py): the engine's rules, turns, and safe concurrent changes
-in a real Redis; and the bot's moves in them (worker/bot_moves.py) when jobs fail, are
+"""Game sessions (worker/core/games.py): the engine's rules, turns, and safe concurrent changes
+in a real Redis; and the bot's moves in them (worker/core/bot_moves.py) when jobs fail, are
 lost, run late or are asked for twice (no workers here: the happy path, with workers,
 is played by tests/test_api_games.py and tests/test_bot_games.py)."""
 
@@ -14,10 +14,10 @@ import pytest
 from redis.asyncio import Redis
 
 from engine.errors import IllegalMoveError, NotationError, UnknownGameError
-from worker.bot_moves import BotMoves
-from worker.client import JobClient
-from worker.contract import AnalysisRequest, MoveRequest
-from worker.games import (
+from worker.core.bot_moves import BotMoves
+from worker.core.client import JobClient
+from worker.core.contract import AnalysisRequest, MoveRequest
+from worker.core.games import (
     BOT,
     BotMove,
     GameNotFoundError,
@@ -26,7 +26,7 @@ from worker.games import (
     GameStore,
     GameTurnError,
 )
-from worker.settings import Settings
+from worker.core.settings import Settings
 
 pytestmark = pytest.mark.redis
 
@@ -267,7 +267,7 @@ def test_inactive_games_and_purge(redis_url: str) -> None:
     run(redis_url, body)
 
 
-# -- the bot's moves: failures, losses, late jobs and races (worker/bot_moves.py) ------------
+# -- the bot's moves: failures, losses, late jobs and races (worker/core/bot_moves.py) ------------
 
 
 def test_a_lost_bot_move_is_asked_again(redis_url: str) -> None:

@@ -25,7 +25,7 @@ from typing import TypeVar
 import httpx
 import pytest
 
-from worker.redis_server import find_redis_server
+from worker.process.redis_server import find_redis_server
 
 pytestmark = [pytest.mark.redis, pytest.mark.service, pytest.mark.slow]
 

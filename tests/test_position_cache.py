@@ -11,11 +11,11 @@ import redis
 from engine.analysis import analyze
 from engine.cache import EXACT_DEPTH, CacheEntry
 from engine.game import new_game
-from worker.client import JobClient
-from worker.contract import AnalysisRequest
-from worker.position_cache import RedisPositionCache, cache_stats, entry_key, reset_cache_stats
-from worker.redis_server import RedisServer, free_port
-from worker.settings import Settings
+from worker.core.client import JobClient
+from worker.core.contract import AnalysisRequest
+from worker.core.position_cache import RedisPositionCache, cache_stats, entry_key, reset_cache_stats
+from worker.core.settings import Settings
+from worker.process.redis_server import RedisServer, free_port
 
 pytestmark = [pytest.mark.redis]
 

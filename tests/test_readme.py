@@ -7,20 +7,26 @@ from pathlib import Path
 
 from pydantic import AliasChoices
 
-from worker.settings import Settings
+from api.settings import ApiSettings
+from bot.settings import BotSettings
+from worker.core.settings import Settings
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
 
 
+#: Every setting of every layer: the core's, and what the API and the bot add to it.
+FIELDS = {**Settings.model_fields, **ApiSettings.model_fields, **BotSettings.model_fields}
+
+
 def _env_name(name: str) -> str:
-    alias = Settings.model_fields[name].validation_alias
+    alias = FIELDS[name].validation_alias
     if isinstance(alias, AliasChoices):
         return str(alias.choices[0])
     return f"PLYBOT_{name.upper()}"
 
 
 def test_every_setting_is_in_the_readme() -> None:
-    missing = [_env_name(n) for n in Settings.model_fields if f"`{_env_name(n)}`" not in README]
+    missing = [_env_name(n) for n in FIELDS if f"`{_env_name(n)}`" not in README]
     assert not missing, f"settings missing from README.md's table: {missing}"
 
 

@@ -10,9 +10,9 @@ import redis
 
 from engine.connect4 import Connect4
 from engine.solver import Solver
-from worker import keys
-from worker.client import JobClient
-from worker.contract import AnalysisRequest
+from worker.core import keys
+from worker.core.client import JobClient
+from worker.core.contract import AnalysisRequest
 
 pytestmark = [pytest.mark.redis, pytest.mark.service]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from worker.redis_server import free_port
+from worker.process.redis_server import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.service, pytest.mark.redis]
 

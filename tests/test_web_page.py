@@ -26,8 +26,8 @@ from engine.connect4 import Connect4
 from engine.game import Game, new_game
 from tests.fixtures.api import ApiServer, api_server_on
 from tests.fixtures.browser import PHONE, Browser
-from worker.processes import WorkerPool
-from worker.redis_server import RedisServer
+from worker.process.processes import WorkerPool
+from worker.process.redis_server import RedisServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.service]
 

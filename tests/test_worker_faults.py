@@ -19,12 +19,12 @@ import pytest
 import redis
 
 from tests.fixtures.positions import SLOW
-from worker import keys
-from worker.contract import AnalysisRequest, JobState, MoveRequest
-from worker.jobstore import JobStore
-from worker.processes import WorkerPool
-from worker.redis_server import RedisServer
-from worker.settings import get_settings
+from worker.core import keys
+from worker.core.contract import AnalysisRequest, JobState, MoveRequest
+from worker.core.jobstore import JobStore
+from worker.core.settings import get_settings
+from worker.process.processes import WorkerPool
+from worker.process.redis_server import RedisServer
 
 pytestmark = [pytest.mark.redis, pytest.mark.service, pytest.mark.slow]
 

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from worker.client import JobClient, JobFailed
-from worker.contract import AnalysisRequest, MoveRequest
+from worker.core.client import JobClient, JobFailed
+from worker.core.contract import AnalysisRequest, MoveRequest
 
 pytestmark = [pytest.mark.redis, pytest.mark.service]
 

@@ -1,40 +1,13 @@
-"""plybot's worker package: the service core (the job contract, the client, games, settings,
-keys, the position cache) and the warm worker processes (runner, jobs, supervisor).
+"""plybot's worker package, in three parts that import one way:
 
-``api/`` and ``bot/`` use the core: :mod:`worker.contract`, :mod:`worker.client`,
-:mod:`worker.games`, :mod:`worker.bot_moves`, :mod:`worker.settings`; neither calls
-RQ directly. Nothing is imported here (``import worker.keys`` loads no Redis client,
-no pydantic and no engine); the names below are loaded on first use.
+* :mod:`worker.core`: the service core that ``api/`` and ``bot/`` use: the job contract,
+  the client, the job-kind table, games and bot moves, settings, Redis keys, the position
+  cache and the job store. It imports ``engine/`` and nothing else of plybot.
+* :mod:`worker.process`: the worker processes (runner, jobs, supervisor, ``plybot up``,
+  ``plybot worker``, the book build), on top of the core.
+* :mod:`worker.bench`: benchmarks and operators' tools (``plybot loadtest``,
+  ``plybot analysisbench``, ``plybot chaos``, the cache figure), on top of both.
+
+Nothing is imported here: ``import worker.core.keys`` loads no Redis client, no pydantic
+and no engine. ``tests/test_layers.py`` checks the arrows.
 """
-
-from __future__ import annotations
-
-import importlib
-from typing import Any
-
-#: Public name -> the module that defines it (imported on first access).
-_LAZY = {
-    "AnalysisRequest": "worker.contract",
-    "AnalysisResult": "worker.contract",
-    "Event": "worker.contract",
-    "JobState": "worker.contract",
-    "MoveRequest": "worker.contract",
-    "MoveResult": "worker.contract",
-    "Progress": "worker.contract",
-    "JobClient": "worker.client",
-    "JobError": "worker.client",
-    "JobFailed": "worker.client",
-    "JobTimeout": "worker.client",
-    "ServiceStatus": "worker.client",
-    "UnknownJob": "worker.client",
-    "Settings": "worker.settings",
-    "get_settings": "worker.settings",
-}
-
-__all__ = sorted(_LAZY)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'worker' has no attribute {name!r}")
-    return getattr(importlib.import_module(_LAZY[name]), name)

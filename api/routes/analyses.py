@@ -24,8 +24,8 @@ from api.deps import (
 )
 from api.errors import unprocessable
 from api.schemas import AnalysisAccepted, AnalysisCanceled, AnalysisCreate, AnalysisView
-from worker.client import JobClient, UnknownJob
-from worker.contract import Event, JobState
+from worker.core.client import JobClient, UnknownJob
+from worker.core.contract import Event, JobState
 
 router = APIRouter(prefix="/v1/analyses", tags=["analyses"], dependencies=[RateLimited])
 

@@ -1,6 +1,6 @@
-"""``/v1/games``: play plybot. Games live in Redis (:mod:`worker.games`), so they
+"""``/v1/games``: play plybot. Games live in Redis (:mod:`worker.core.games`), so they
 survive a restart of the API; the bot's moves are jobs on the ``interactive`` queue, asked
-for and played by :mod:`worker.bot_moves`."""
+for and played by :mod:`worker.core.bot_moves`."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from api.deps import CallerDep, ClientDep, GamesDep, RateLimited, SettingsDep, W
 from api.errors import unprocessable
 from api.limits import Waits
 from api.schemas import HUMAN, GameCreate, GameMove, GameMoveResult, GameView
+from api.settings import ApiSettings
 from engine.errors import PlybotError, UnknownGameError
-from worker.bot_moves import BotMoves, BotTurn
-from worker.client import JobClient
-from worker.games import BOT, GameSession, GameStore
-from worker.settings import Settings
+from worker.core.bot_moves import BotMoves, BotTurn
+from worker.core.client import JobClient
+from worker.core.games import BOT, GameSession, GameStore
 
 router = APIRouter(prefix="/v1/games", tags=["games"], dependencies=[RateLimited])
 
@@ -36,7 +36,7 @@ ReplyWait = Annotated[
 ]
 
 
-def _reply_wait(wait: float | None, settings: Settings) -> float:
+def _reply_wait(wait: float | None, settings: ApiSettings) -> float:
     return settings.api_move_wait_s if wait is None else check_wait(wait, settings)
 
 
@@ -44,13 +44,13 @@ async def _advance(
     session: GameSession,
     games: GameStore,
     client: JobClient,
-    settings: Settings,
+    settings: ApiSettings,
     wait_s: float,
     waits: Waits,
     caller: str,
 ) -> BotTurn:
     """The bot's move in ``session`` asked for, awaited up to ``wait_s`` s and played
-    (:meth:`worker.bot_moves.BotMoves.advance`, with the API's thinking time).
+    (:meth:`worker.core.bot_moves.BotMoves.advance`, with the API's thinking time).
 
     Waiting holds a long-poll slot (:class:`api.limits.Waits`); with none free the game
     is answered at once, the bot still thinking, rather than refused."""

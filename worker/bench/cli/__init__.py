@@ -1,0 +1,1 @@
+"""The ``plybot`` subcommands of the benchmarks: ``loadtest``, ``analysisbench``, ``chaos``."""

@@ -1,1 +1,0 @@
-"""The ``plybot`` subcommands of the worker package: ``worker``, ``up``, ``loadtest``, ``chaos``."""

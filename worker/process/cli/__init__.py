@@ -1,0 +1,1 @@
+"""The ``plybot`` subcommands that run the service: ``worker``, ``up``, ``book``."""

@@ -1,0 +1,384 @@
+"""The job functions: plain functions that RQ runs, one per kind of job.
+
+Each takes the request as a JSON dict (the contract's model dumped), runs the
+engine, and returns the result as a JSON dict. They run in a warm worker
+process (:mod:`worker.process.runner`): the engine's compiled code and the solver's
+transposition table are kept from one job to the next, and the shared Redis
+position cache is the second level. Outside a worker (a direct call) they run
+the same, without progress events or the shared cache.
+
+Limits: every search gets a deadline from :class:`~worker.core.settings.Settings`
+(``solve_deadline_ms`` for a solve, ``time_ms`` for a timed search, the job
+timeout for a depth search), so no request can keep a worker busy without bound.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.cache import PositionCache
+from engine.connect4 import Connect4
+from engine.game import Game
+from worker.core import keys
+from worker.core.contract import (
+    AnalysisRequest,
+    AnalysisResult,
+    BookChunkRequest,
+    BookChunkResult,
+    MoveRequest,
+    MoveResult,
+    Progress,
+)
+from worker.core.jobstore import JobStore
+from worker.core.kinds import KINDS
+from worker.core.settings import Settings, get_settings
+from worker.process.backoff import is_transient
+
+__all__ = [
+    "JobCanceled",
+    "JobContext",
+    "JobDropped",
+    "JobPreempted",
+    "analysis_job",
+    "book_chunk_job",
+    "clear_tables",
+    "interrupt",
+    "move_job",
+    "table_bytes",
+    "warm_up",
+]
+
+
+class JobCanceled(Exception):
+    """The requester canceled the job while it ran."""
+
+
+class JobDropped(Exception):
+    """A bot move that waited in the queue past its time-to-live."""
+
+
+class JobPreempted(Exception):
+    """A bot move waits and every worker is busy: this analysis goes back to its queue."""
+
+
+@dataclass
+class JobContext:
+    """What the worker running a job lends it: where to publish, the cache, its name."""
+
+    store: JobStore
+    worker: str
+    cache: PositionCache | None
+    job_id: str = ""
+    attempt: int = 1
+    enqueued_at: float | None = None
+    seq: int = field(default=0)
+    #: Progress not yet published: sent by the next flush, or with the result.
+    pending: list[Progress] = field(default_factory=list)
+    last_flush: float = field(default_factory=time.monotonic)
+
+    def flush(self) -> None:
+        """Publish the buffered progress events; raise :class:`JobCanceled` if asked to.
+
+        While Redis is unavailable the events stay buffered (sent by a later flush,
+        or with the result) and the search goes on.
+        """
+        if not self.pending:
+            return
+        steps, self.pending = self.pending, []
+        try:
+            canceled = self.store.publish_progress(self.job_id, self.seq, steps)
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            self.pending = steps + self.pending
+            self.last_flush = time.monotonic()
+            return
+        self.seq += len(steps)
+        self.last_flush = time.monotonic()
+        if canceled:
+            raise JobCanceled("canceled by the requester")
+
+
+#: Set by the worker around each job (one job at a time per process).
+current: JobContext | None = None
+
+#: The process's Connect Four solvers, one per board size, least recently used first:
+#: their tables outlive the jobs, and together stay within ``worker_table_mb``.
+_solvers: OrderedDict[tuple[int, int], Any] = OrderedDict()
+
+
+def _table_bytes_for(width: int, height: int, settings: Settings) -> int:
+    """The table a board size gets: ``solver_table_mb``, less for a small board.
+
+    A board of ``c`` cells has fewer than ``2**c`` positions worth keeping apart;
+    16 bytes per 2-slot bucket make ``2**(c + 4)`` bytes plenty. Never more than
+    the worker's whole budget less the solver's fixed near-end region.
+    """
+    from engine.solver.table import NEAR_END_BYTES
+
+    budget = (settings.worker_table_mb << 20) - NEAR_END_BYTES
+    return max(1 << 16, min(settings.solver_table_mb << 20, 1 << (width * height + 4), budget))
+
+
+def _solver(board: Game, cache: PositionCache | None) -> Any:
+    """This process's solver for a Connect Four board (``None`` for other games).
+
+    Solvers of other sizes are dropped, least recently used first, until the new
+    one's table fits in ``worker_table_mb`` with the others'.
+    """
+    if not isinstance(board, Connect4):
+        return None
+    size = (board.width, board.height)
+    solver = _solvers.get(size)
+    if solver is not None and solver.cache is cache:
+        _solvers.move_to_end(size)
+        return solver
+    from engine.book import shipped_book
+    from engine.solver import Solver
+    from engine.solver.table import NEAR_END_BYTES
+
+    settings = _settings()
+    _solvers.pop(size, None)
+    wanted = _table_bytes_for(*size, settings)
+    budget = settings.worker_table_mb << 20
+    while _solvers and table_bytes() + wanted + NEAR_END_BYTES > budget:
+        _solvers.popitem(last=False)  # its table is unmapped once the solver is dropped
+    book = shipped_book(*size)
+    solver = _solvers[size] = Solver(*size, table_bytes=wanted, cache=cache, book=book)
+    solver.warm_up()
+    return solver
+
+
+def table_bytes() -> int:
+    """Bytes of this process's solver tables."""
+    return sum(solver.table_bytes for solver in _solvers.values())
+
+
+def book_table_bytes() -> int:
+    """Bytes of the book build's solver table held by this process (0 before its first chunk).
+
+    It is budgeted by ``book_table_mb``, on top of ``worker_memory_mb``: a worker serving the
+    ``book`` queue keeps it between chunks, since siblings share their subtrees.
+    """
+    return sum(solver.table_bytes for solver in _book_solver.values())
+
+
+def interrupt() -> None:
+    """Make a running compiled search return now (from another thread); it reports an
+    incomplete result, and the caller's interrupt (cancel, preemption) takes over."""
+    for solver in list(_solvers.values()):
+        solver.interrupt()
+
+
+def _settings() -> Settings:
+    return current.store.settings if current is not None else get_settings()
+
+
+#: Progress events are sent at most this often (each in order, none dropped): a search's
+#: shallow depths take microseconds, and a round trip each would cost more than they do.
+PROGRESS_INTERVAL_S = 0.05
+
+
+def _on_progress(board: Game) -> Callable[[Any], None] | None:
+    """A callback for the engine's progress that publishes each step and honours cancels."""
+    context = current
+    if context is None or not context.job_id:
+        return None
+
+    def publish(step: Any) -> None:
+        context.pending.append(
+            Progress(
+                depth=step.depth,
+                score=step.score,
+                exact=step.exact,
+                pv=[board.move_name(m) for m in step.pv],
+                nodes=step.nodes,
+                time_ms=round(step.time_ms, 3),
+                bounds=None
+                if step.bounds is None
+                else {board.move_name(m): b for m, b in sorted(step.bounds.items())},
+            )
+        )
+        if time.monotonic() - context.last_flush >= PROGRESS_INTERVAL_S:
+            context.flush()
+
+    return publish
+
+
+def analysis_job(req: AnalysisRequest) -> AnalysisResult:
+    """Analyse a position."""
+    from engine.analysis import analyze
+
+    settings = _settings()
+    board = req.board()
+    now = time.monotonic()
+    if req.mode == "solve":
+        deadline = now + settings.solve_deadline_ms / 1000
+    else:  # depth, time: the job timeout is the outer bound (time mode also stops at time_ms)
+        deadline = now + settings.analysis_timeout_s * 0.9
+    cache = current.cache if current is not None else None
+    solver = _solver(board, cache)
+    if (
+        req.mode == "solve"
+        and req.moves == "all"
+        and isinstance(board, Connect4)
+        and settings.split_analyses
+        and current is not None
+        and current.job_id
+    ):
+        from worker.process.split import split_analysis
+
+        split = split_analysis(board, solver, current, deadline)
+        if split is not None:
+            return AnalysisResult.of(board, split, current.worker)
+    analysis = analyze(
+        board,
+        mode=req.mode,
+        depth=req.depth,
+        time_ms=req.time_ms,
+        all_moves=req.moves == "all",
+        deadline=deadline,
+        cache=cache,
+        solver=solver,
+        on_progress=_on_progress(board),
+    )
+    return AnalysisResult.of(board, analysis, current.worker if current is not None else "")
+
+
+def move_job(req: MoveRequest) -> MoveResult:
+    """The bot's move."""
+    from engine.levels import choose_move
+
+    settings = _settings()
+    if current is not None and current.attempt == 1 and current.enqueued_at is not None:
+        waited = time.time() - current.enqueued_at
+        if waited > settings.interactive_ttl_s:
+            raise JobDropped(
+                f"dropped: no worker started this bot move within "
+                f"{settings.interactive_ttl_s:g} s (waited {waited:.1f} s)"
+            )
+    board = req.board()
+    start = time.monotonic()
+    cache = current.cache if current is not None else None
+    choice = choose_move(
+        board,
+        req.level,
+        deadline=start + req.deadline_ms / 1000,
+        cache=cache,
+        solver=_solver(board, cache),
+    )
+    return MoveResult(
+        move=board.move_name(choice.move),
+        score=choice.score,
+        exact=choice.exact,
+        depth=choice.depth,
+        nodes=choice.nodes,
+        time_ms=round(choice.time_ms, 3),
+        cache="miss",
+        worker=current.worker if current is not None else "",
+        note=choice.note,
+    )
+
+
+#: The process's solver for book chunks: a large table, no cache, no book (a book is the
+#: solver's own work), kept from chunk to chunk (neighbouring chunks share subtrees).
+_book_solver: dict[tuple[int, int], Any] = {}
+
+
+def book_chunk_job(req: BookChunkRequest) -> BookChunkResult:
+    """Solve a chunk of a book layer.
+
+    Solves one position at a time and stops early (``complete`` False, the
+    lines so far) when a bot move or an analysis waits, so book work never
+    holds a worker from them for longer than one position. The lines are also
+    kept in the build's results hash, so a builder that was not there to read
+    the result finds them when it starts again.
+    """
+    from engine.book import BookLine
+    from engine.connect4 import Connect4
+    from engine.layer import solve_chunk
+    from engine.solver import Solver
+
+    width, height = Connect4.parse_variant(req.variant)
+    start = time.monotonic()
+    build = keys.book_results(req.variant, req.plies, req.size)
+    connection = current.store.redis if current is not None and current.job_id else None
+    if connection is not None:
+        # Solved already (a builder that looked before this chunk was done sends it again):
+        # the same lines, no search.
+        known = connection.hget(build, str(req.index))
+        if known is not None:
+            return BookChunkResult(lines=json.loads(known), complete=True, worker=_worker_name())
+    # One board size at a time: another size's table goes before this one is made.
+    solver = _book_solver.get((width, height))
+    if solver is None:
+        _book_solver.clear()
+        table_bytes = _settings().book_table_mb << 20
+        solver = _book_solver[(width, height)] = Solver(width, height, table_bytes=table_bytes)
+    lines: list[BookLine] = []
+    waiting = _other_work_waiting()
+    for notation in req.notations:
+        lines += solve_chunk(solver, [notation])
+        if waiting is not None and waiting():
+            break
+    texts = [line.text() for line in lines]
+    complete = len(texts) == len(req.notations)
+    if connection is not None and current is not None:
+        field = str(req.index) if complete else f"{req.index}:{current.job_id}"
+        with connection.pipeline(transaction=False) as pipe:
+            pipe.hset(build, field, json.dumps(texts))
+            pipe.hincrby(keys.STATS, "book_positions_solved", len(texts))
+            pipe.execute()
+    return BookChunkResult(
+        lines=texts,
+        complete=complete,
+        time_ms=round((time.monotonic() - start) * 1000, 3),
+        worker=_worker_name(),
+    )
+
+
+def _worker_name() -> str:
+    return current.worker if current is not None else ""
+
+
+def _other_work_waiting() -> Callable[[], bool] | None:
+    """A check that a bot move or an analysis waits in its queue (``None`` outside a worker)."""
+    if current is None:
+        return None
+    connection = current.store.redis
+    queues = [keys.rq_queue(k.queue) for k in KINDS.values() if k.name != "book"]
+
+    def waiting() -> bool:
+        with connection.pipeline(transaction=False) as pipe:
+            for queue in queues:
+                pipe.llen(queue)
+            return any(pipe.execute())
+
+    return waiting
+
+
+def clear_tables() -> None:
+    """Forget what this process's solvers proved (``solver_fresh_table``: between jobs)."""
+    for solver in _solvers.values():
+        solver.reset()
+
+
+def warm_up(cache: PositionCache | None = None) -> float:
+    """Compile and load the engine once per process (before the first job); seconds taken.
+
+    ``cache`` is the one the jobs will use: the solver is made with it, once.
+    """
+    from engine.analysis import analyze
+    from engine.game import new_game
+
+    start = time.monotonic()
+    for game, position in (("tictactoe", "5"), ("connect4", "4444")):
+        analyze(new_game(game, position), mode="depth", depth=2)
+    board = new_game("connect4", "4444445525")  # the compiled solver: load it, fill its table
+    analyze(board, mode="solve", solver=_solver(board, cache), deadline=time.monotonic() + 60)
+    return time.monotonic() - start

@@ -24,20 +24,36 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from engine.book import shipped_book
 from engine.cache import CacheEntry, PositionCache
 from engine.connect4 import Connect4
 from engine.errors import PlybotError
-from engine.game import Game, require_ongoing
+from engine.game import Game, has_exact_solver, require_ongoing
+from engine.scores import moves_to_end, score_words
 from engine.search import SearchLimits, SearchProgress, SearchResult, iter_search
+from engine.vocabulary import MODES, Mode
 
 if TYPE_CHECKING:
     from engine.solver import Solver, SolveResult
 
-Mode = Literal["solve", "depth", "time"]
-MODES: tuple[str, ...] = ("solve", "depth", "time")
+__all__ = [
+    "MODES",
+    "SOLVER_SHARE",
+    "Analysis",
+    "Mode",
+    "Progress",
+    "analyze",
+    "cached_exact",
+    "default_solver",
+    "moves_to_end",
+    "score_words",
+    "solve_exact",
+    "solver_share",
+    "warm_solver",
+]
+
 
 #: Share of a time budget (or of the time to a deadline) the Connect Four solver may use
 #: before the generic search takes over.
@@ -174,63 +190,22 @@ def analyze(
             raise PlybotError(f"'{time_ms}': the time mode needs a time_ms above 0")
         budget_end = start + time_ms / 1000
         end = budget_end if deadline is None else min(deadline, budget_end)
-        if isinstance(position, Connect4):
+        if has_exact_solver(position):
             solver = solver or warm_solver(position.width, position.height, cache)
-        if isinstance(position, Connect4) and solver is not None:
+        if has_exact_solver(position) and solver is not None:
             return _solve_then_search(
                 position, end, all_moves, cache, solver, on_progress, start, "time"
             )
         limits = SearchLimits(deadline=end)
         return _searched(position, limits, all_moves, cache, on_progress, start)
     if mode == "solve":
-        if isinstance(position, Connect4):
+        if has_exact_solver(position):
             return _solve_then_search(
                 position, deadline, all_moves, cache, solver, on_progress, start, "solve"
             )
         limits = SearchLimits(deadline=deadline)
         return _searched(position, limits, all_moves, cache, on_progress, start)
     raise PlybotError(f"'{mode}': unknown analysis mode (known: {', '.join(MODES)})")
-
-
-def max_stones(position: Game) -> int | None:
-    """Most stones (marks) one side can place in this game, when known: the score's base."""
-    from engine.tictactoe import TicTacToe
-
-    if isinstance(position, Connect4):
-        return (position.width * position.height + 1) // 2
-    if isinstance(position, TicTacToe):
-        return 5
-    return None
-
-
-def moves_to_end(position: Game, score: int) -> int | None:
-    """For a decided ``score`` of ``position``, the winner's moves until the win (it included).
-
-    The convention scores a win ``max stones + 1 - the winner's stones at the
-    win``; the side to move has played ``ply // 2`` stones, the other side
-    ``(ply + 1) // 2``. ``None`` for a draw or a game whose base is unknown.
-    """
-    base = max_stones(position)
-    if base is None or score == 0:
-        return None
-    winner_stones = base + 1 - abs(score)
-    played = position.ply // 2 if score > 0 else (position.ply + 1) // 2
-    return winner_stones - played
-
-
-def score_words(position: Game, score: int, exact: bool) -> str:
-    """A score in words, from the side to move: ``+3: win in 9``, ``0: draw``, ``+4 (heuristic)``.
-
-    "win in N": the side to move wins with its N-th move from now; "loss in
-    N": the opponent wins with its N-th move.
-    """
-    if not exact:
-        return f"{score:+d} (heuristic)"
-    if score == 0:
-        return "0: draw"
-    distance = moves_to_end(position, score)
-    word = "win" if score > 0 else "loss"
-    return f"{score:+d}: {word}" + ("" if distance is None else f" in {distance}")
 
 
 def _ms(start: float) -> float:

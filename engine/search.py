@@ -33,9 +33,8 @@ scores are mapped back: a decided result says ``decided=True`` and carries
 the game's score (a quicker win is higher). A draw is only reported decided
 when no heuristic leaf took part (every line was searched to its end).
 
-Optional hooks a game may offer (Connect Four and tic-tac-toe do):
-``table_key()``, a cheap exact key for the in-process table (else ``key()``);
-``winning_moves()``, the moves that win at once (else each move is tried).
+An optional hook a game may offer (Connect Four and tic-tac-toe do):
+``table_key()``, a cheap exact key for the in-process table (else ``key()``).
 
 External cache (``engine.cache.PositionCache``): the root and its children
 are read in one ``get_many`` at the start; their entries seed the table as
@@ -265,9 +264,6 @@ class _Search:
             defaultdict(int),
             defaultdict(int),
         )
-        # A game that lists its winning moves (Connect Four) spares trying every move.
-        finder = getattr(game, "winning_moves", None)
-        self.winning_moves: Callable[[], list[int]] | None = finder if callable(finder) else None
         self.pv: list[list[int]] = []
         self.ext_limit = MAX_EXTENSIONS if options.extensions else 0
 
@@ -311,7 +307,7 @@ class _Search:
                 if ext:
                     # Behind a forced answer: take a win at once if there is one (the reply
                     # that ignored the threat loses), else fall back on the heuristic.
-                    win = self.immediate_win(moves)
+                    win = self.immediate_win()
                     if win:
                         return win
                 self.horizon += 1
@@ -391,22 +387,18 @@ class _Search:
             table.put(key, Entry(best, best, stored_depth, best_move))
         return best
 
-    def immediate_win(self, moves: list[int]) -> int:
-        """The internal value of the quickest win among ``moves`` played at once, or 0."""
+    def immediate_win(self) -> int:
+        """The internal value of a win at once by the side to move (``winning_moves()``), or 0."""
         game = self.game
-        mover = game.side_to_move
-        if self.winning_moves is not None:
-            moves = self.winning_moves()[:1]
-        for move in moves:
-            game.push(move)
-            try:
-                outcome = game.outcome()
-                score = game.terminal_score() if outcome and outcome.winner == mover else 0
-            finally:
-                game.pop()
-            if score:
-                return -to_internal(score)  # the loser's score, seen from the winner
-        return 0
+        wins = game.winning_moves()
+        if not wins:
+            return 0
+        game.push(wins[0])
+        try:
+            score = game.terminal_score()  # the loser's score, seen from the winner: negated
+        finally:
+            game.pop()
+        return -to_internal(score)
 
     # -- the root -----------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from engine.game import Game, get_game, new_game, require_ongoing
+from engine.vocabulary import LEVELS, Level, Mode  # defined once, in the engine
 from worker.settings import get_settings
 
 if TYPE_CHECKING:
@@ -45,13 +46,9 @@ __all__ = [
     "QueueName",
 ]
 
-Mode = Literal["solve", "depth", "time"]
 JobStatus = Literal["queued", "running", "done", "failed"]
 JobKind = Literal["analysis", "move", "book"]
 QueueName = Literal["interactive", "analysis", "book"]
-#: The bot's levels (``engine.levels.LEVELS``), easiest first.
-LEVELS = ("easy", "medium", "hard", "perfect")
-Level = Literal["easy", "medium", "hard", "perfect"]
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 

@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.cache import PositionCache
-from engine.connect4 import Connect4
-from engine.game import Game
+from engine.game import Game, has_exact_solver
 from worker import keys
 from worker.backoff import is_transient
 from worker.contract import (
@@ -130,7 +129,7 @@ def _solver(board: Game, cache: PositionCache | None) -> Any:
     Solvers of other sizes are dropped, least recently used first, until the new
     one's table fits in ``worker_table_mb`` with the others'.
     """
-    if not isinstance(board, Connect4):
+    if not has_exact_solver(board):
         return None
     size = (board.width, board.height)
     solver = _solvers.get(size)
@@ -226,7 +225,7 @@ def analysis_job(request: dict[str, Any]) -> dict[str, Any]:
     if (
         req.mode == "solve"
         and req.moves == "all"
-        and isinstance(board, Connect4)
+        and has_exact_solver(board)
         and settings.split_analyses
         and current is not None
         and current.job_id

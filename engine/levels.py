@@ -27,11 +27,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from engine.analysis import default_solver, solve_exact, solver_share
 from engine.cache import PositionCache
 from engine.connect4 import Connect4
 from engine.errors import UnknownLevelError
+from engine.exact import solve_exact, solver_share
 from engine.game import Game, has_exact_solver, require_ongoing
+from engine.pool import default_solver
 from engine.search import SearchLimits, SearchResult, search
 from engine.vocabulary import LEVELS
 

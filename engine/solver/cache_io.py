@@ -38,7 +38,7 @@ def read(run: Run, analyze: bool, seen: Neighbourhood | None = None) -> SolveRes
         seen = known_.neighbourhood(run.position, solver.book, solver.cache)
     for q, record in zip(seen.positions[1:], seen.known[1:], strict=True):
         if record is not None and record.proven:
-            assert isinstance(q, Connect4)  # the neighbourhood of a Connect Four position
+            assert isinstance(q, Connect4)  # seed reads bitboards: the root is Connect Four
             run.seed(q, record.lower, record.upper, -1 if record.move is None else record.move)
     root = seen.known[0]
     if root is None or not root.proven:

@@ -1,10 +1,10 @@
 """An analysis by the exact solver: the cache alone first, then the solver, then honest estimates.
 
-For a game with an exact solver (``Game.exact_solver``: Connect Four). What is
-known around the position (the opening book, the shared cache) is read once
-(:func:`engine.known.neighbourhood`): an exact answer from the cache alone
-comes first (:func:`cached_exact`), before the solver is loaded or its table
-touched; otherwise the same records seed the solver. A solve that cannot
+For a game with an exact solver (``Game.exact_solver``: Connect Four). An
+exact answer from the shared cache alone comes first (:func:`cached_exact`),
+before the solver is loaded or its table touched; otherwise the solver is
+seeded with what the book and the cache know around the position
+(:func:`engine.known.neighbourhood`), each key read once. A solve that cannot
 finish before its deadline hands over to the generic search
 (:mod:`engine.searched`), whose estimates are made consistent with what the
 solver proved (:func:`honest`).
@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 
 from engine import known
 from engine.answer import Analysis, Progress, ProgressCallback, elapsed_ms, join_notes
-from engine.book import shipped_book
 from engine.cache import PositionCache
 from engine.connect4 import Connect4
 from engine.pool import default_solver
@@ -99,6 +98,13 @@ def cached_exact(
     inconsistent entry is a miss (the solver then settles it), never a wrong
     answer. The service calls it before queueing a job.
     """
+    return _from_cache(position, cache, all_moves, start)[0]
+
+
+def _from_cache(
+    position: Connect4, cache: PositionCache, all_moves: bool, start: float
+) -> tuple[Analysis | None, dict[str, known.Known | None]]:
+    """:func:`cached_exact`'s answer, and on a miss the records it read by key (for the solver)."""
     positions: list[Connect4] = [position]
     children: dict[int, int] = {}
     if all_moves:
@@ -108,10 +114,13 @@ def cached_exact(
             if child.outcome() is None:
                 children[column] = len(positions)
                 positions.append(child)
-    records = known.read(cache, positions)
-    return _exact_from(
-        position, records[0], {c: records[i] for c, i in children.items()}, all_moves, start
-    )
+    keys = [q.key() for q in positions]
+    records = known.read(cache, positions, keys)
+    by_child = {c: records[i] for c, i in children.items()}
+    answer = _exact_from(position, records[0], by_child, all_moves, start)
+    if answer is not None:
+        return answer, {}
+    return None, dict(zip(keys, records, strict=True))
 
 
 def _exact_from(
@@ -155,24 +164,21 @@ def solve_then_search(
 ) -> Analysis:
     """The solver, and if it cannot finish before ``deadline``, the generic search until then.
 
-    What is known around ``position`` is read once, from the solver's book and
-    ``cache``: an exact answer from the cache alone comes first
-    (:func:`cached_exact`'s rule), before the solver is loaded or its table
-    touched; otherwise the same records seed the solver.
+    An exact answer from the cache alone comes first (:func:`cached_exact`),
+    before the solver is loaded or its table touched. Otherwise the solver is
+    seeded with the root's neighbourhood (:func:`engine.known.neighbourhood`),
+    whose cache reads leave out the keys already read: no key is read twice.
     """
-    book = solver.book if solver is not None else shipped_book(position.width, position.height)
-    read = known.neighbourhood(
-        position, book, cache, root_from_cache=True, children_from_cache=all_moves
-    )
+    read: dict[str, known.Known | None] = {}
     if cache is not None:
-        answer = _exact_from(position, read.cached[0], read.cached_children(), all_moves, start)
+        answer, read = _from_cache(position, cache, all_moves, start)
         if answer is not None:
             return answer
     if solver is None:
         solver = default_solver(position.width, position.height, cache)
-    # Read from other sources than this solver's (a pooled solver made with another
-    # cache): it reads its own.
-    seen = read if solver.cache is cache and solver.book is book else None
+    seen = None  # a pooled solver made with another cache reads its own
+    if solver.cache is cache:
+        seen = known.neighbourhood(position, solver.book, cache, cached=read)
     solver_deadline = solver_share(deadline)
     result = solve_exact(
         position,

@@ -14,9 +14,9 @@ The search, the solver and the analysis (and the service's client, through
   failure reads as "nothing known", never as an error.
 * :func:`neighbourhood` reads a root, its children and (early in the game) its
   grandchildren from the book and the cache in one round trip: the solver
-  seeds its table with them, and the analysis checks first whether the cache
-  alone answers exactly (:func:`exact_answer`), so one analysis reads each key
-  once.
+  seeds its table with them. The analysis first checks whether the cache
+  alone answers exactly (:func:`exact_answer` on the root and its children)
+  and hands what it read over, so one analysis reads each key once.
 """
 
 from __future__ import annotations
@@ -84,18 +84,21 @@ def check(entry: object, position: Game) -> Known | None:
         return None
 
 
-def read(source: PositionCache | None, positions: Sequence[Game]) -> list[Known | None]:
+def read(
+    source: PositionCache | None, positions: Sequence[Game], keys: Sequence[str] | None = None
+) -> list[Known | None]:
     """What ``source`` knows of each position (one game and variant), in one ``get_many``.
 
     Each distinct key is asked once. One entry per position, in order; all
     ``None`` when there is no source, or when it fails or answers with the
-    wrong number of entries.
+    wrong number of entries. ``keys``: the positions' keys, if the caller has them.
     """
     nothing: list[Known | None] = [None] * len(positions)
     if source is None or not positions:
         return nothing
     first = positions[0]
-    keys = [p.key() for p in positions]
+    if keys is None:
+        keys = [p.key() for p in positions]
     unique = list(dict.fromkeys(keys))  # mirror images share a key: ask it once
     try:
         entries = list(source.get_many(first.name, first.variant, unique))
@@ -112,19 +115,12 @@ class Neighbourhood:
     """A root, its ongoing children and (before :data:`GRANDCHILDREN_BEFORE_PLY`) their
     ongoing grandchildren, each with what is known of it.
 
-    ``positions[0]`` is the root; ``children`` maps a move of the root to its
-    child's index. ``known[i]``: the book's record, else the cache's.
-    ``cached[i]``: the cache's own record, where the cache was asked (else ``None``).
+    ``positions[0]`` is the root; ``known[i]`` is the book's record of
+    ``positions[i]``, else the cache's, else ``None``.
     """
 
     positions: list[Game]
-    children: dict[int, int]
     known: list[Known | None]
-    cached: list[Known | None]
-
-    def cached_children(self) -> dict[int, Known | None]:
-        """The cache's record of each ongoing child, by move."""
-        return {move: self.cached[i] for move, i in self.children.items()}
 
 
 def neighbourhood(
@@ -132,23 +128,20 @@ def neighbourhood(
     book: PositionCache | None,
     cache: PositionCache | None,
     *,
-    root_from_cache: bool = False,
-    children_from_cache: bool = False,
+    cached: Mapping[str, Known | None] | None = None,
 ) -> Neighbourhood:
     """Read ``position``'s neighbourhood: the book first, then the cache in one round trip.
 
-    The cache is asked for what the book does not know, and also for the root
-    (``root_from_cache``) and its children (``children_from_cache``) where the
-    book knows them: an exact answer from the cache alone is checked on those.
+    The cache is asked only what the book does not know, and not the keys of
+    ``cached``: records already read from this cache, by key (the analysis
+    reads the root and its children first, to answer from the cache alone).
     """
     positions: list[Game] = [position]
-    children: dict[int, int] = {}
     for move in position.legal_moves():
         child = position.copy()
         child.push(move)
         if child.outcome() is not None:
             continue
-        children[move] = len(positions)
         positions.append(child)
         if position.ply < GRANDCHILDREN_BEFORE_PLY:
             for reply in child.legal_moves():
@@ -156,16 +149,17 @@ def neighbourhood(
                 grandchild.push(reply)
                 if grandchild.outcome() is None:
                     positions.append(grandchild)
-    from_book = read(book, positions)
-    wanted = set(children.values()) if children_from_cache else set()
-    if root_from_cache:
-        wanted.add(0)
-    ask = [i for i, found in enumerate(from_book) if found is None or i in wanted]
-    cached: list[Known | None] = [None] * len(positions)
-    for i, found in zip(ask, read(cache, [positions[i] for i in ask]), strict=True):
-        cached[i] = found
-    known = [b if b is not None else c for b, c in zip(from_book, cached, strict=True)]
-    return Neighbourhood(positions, children, known, cached)
+    keys = [p.key() for p in positions]
+    found = read(book, positions, keys)
+    cached = cached or {}
+    for i, key in enumerate(keys):
+        if found[i] is None and key in cached:
+            found[i] = cached[key]
+    ask = [i for i, key in enumerate(keys) if found[i] is None and key not in cached]
+    asked = read(cache, [positions[i] for i in ask], [keys[i] for i in ask])
+    for i, record in zip(ask, asked, strict=True):
+        found[i] = record
+    return Neighbourhood(positions, found)
 
 
 def exact_answer(

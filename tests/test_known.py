@@ -53,19 +53,29 @@ def test_read_asks_each_key_once_and_fails_to_nothing() -> None:
     assert read(None, [a]) == [None]
 
 
-def test_neighbourhood_reads_the_cache_once_and_the_book_first() -> None:
+def test_neighbourhood_reads_the_book_first_and_no_key_twice() -> None:
     book = shipped_book()
     assert book is not None
     cache = Counting()
-    root = Connect4.parse("44")
-    seen = neighbourhood(root, book, cache, root_from_cache=True, children_from_cache=True)
+    root = Connect4.parse("4444445")  # ply 7: in the book; its children at ply 8 too
+    child = root.copy()
+    child.push(0)
+    already = {child.key(): Known(3, 3, EXACT_DEPTH, None)}  # read before, say
+    seen = neighbourhood(root, book, cache, cached=already)
     assert len(cache.batches) == 1
     asked = cache.batches[0]
-    assert root.key() in asked  # asked of the cache although the book knows it
-    assert len(asked) == len(set(asked))
-    assert seen.known[0] is not None and seen.known[0].exact  # from the book
-    assert seen.cached[0] is None  # the cache knows nothing
-    assert set(seen.children) == set(root.legal_moves())
+    assert root.key() not in asked and child.key() not in asked  # the book knows them
+    assert len(asked) == len(set(asked)) > 0  # grandchildren at ply 9: asked once each
+    assert seen.known[0] is not None and seen.known[0].exact
+    assert len(seen.positions) == len(seen.known)
+    outside = Connect4.parse("4444445525")
+    child_keys = set()
+    for move in outside.legal_moves():
+        c = outside.copy()
+        c.push(move)
+        child_keys.add(c.key())
+    seen = neighbourhood(outside, None, cache, cached={k: None for k in child_keys})
+    assert outside.key() in cache.batches[-1] and not child_keys & set(cache.batches[-1])
 
 
 def test_exact_answer_needs_every_child_and_a_consistent_root() -> None:

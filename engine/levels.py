@@ -8,11 +8,11 @@
   with a double threat. It reads no external cache (exact scores from a
   cache would make it play perfectly).
 * ``medium``: the best move of a deeper heuristic search.
-* ``hard``: for Connect Four the exact solver with a node budget, and a
-  deeper heuristic search where that budget does not suffice; elsewhere a
-  deeper search.
-* ``perfect``: exact play. Connect Four: the compiled solver (its best move
-  is the quickest win, or the slowest loss; ties go to the centre); other
+* ``hard``: for a game with an exact solver (``Game.exact_solver``: Connect
+  Four) that solver with a node budget, and a deeper heuristic search where
+  that budget does not suffice; elsewhere a deeper search.
+* ``perfect``: exact play. With an exact solver: the compiled solver (its best
+  move is the quickest win, or the slowest loss; ties go to the centre); other
   games: a search to the end of every line. With a deadline it never
   overruns: if the exact solve cannot finish, it plays the best move of the
   deepest completed search and says so in :attr:`MoveChoice.note`.

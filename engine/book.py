@@ -175,6 +175,7 @@ class OpeningBook:
         return len(self.keys)
 
     def __contains__(self, position: object) -> bool:
+        # The type, not the capability: the book's keys are Connect Four bitboard keys.
         return isinstance(position, Connect4) and self._index(position.key()) >= 0
 
     def _index(self, key: str) -> int:

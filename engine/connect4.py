@@ -29,6 +29,7 @@ from typing import ClassVar, Self
 
 from engine.errors import GameOverError, IllegalMoveError, NotationError
 from engine.game import Outcome, register_game
+from engine.scores import score_bounds, win_score
 
 
 def _popcount(x: int) -> int:
@@ -103,6 +104,8 @@ class Connect4:
 
     name = "connect4"
     DEFAULT_VARIANT = "7x6"
+    #: The compiled exact solver (``engine.solver``) and the opening book play this game.
+    exact_solver: ClassVar[bool] = True
 
     __slots__ = ("_g", "_history", "_threats", "_winner", "current", "mask", "moves")
 
@@ -309,21 +312,20 @@ class Connect4:
     def terminal_score(self) -> int:
         if self._winner is None:
             return 0
-        winner_stones = (len(self.moves) + 1) // 2
-        return -(self._g.max_stones + 1 - winner_stones)
+        return -win_score(self._g.max_stones, (len(self.moves) + 1) // 2)
 
     def max_score(self) -> int:
-        return self._g.max_stones + 1 - 4
+        return win_score(self._g.max_stones, 4)  # four in a row with the fourth stone
+
+    @property
+    def max_stones(self) -> int:
+        """Stones the first player has on a full board: ``(width * height + 1) // 2``."""
+        return self._g.max_stones
 
     def score_range(self) -> tuple[int, int]:
-        """The lowest and highest exact score possible now, from the side to move.
-
-        Lowest: a loss at the opponent's next stone (it has ``(ply + 1) // 2``
-        down); highest: a win with the side to move's next stone (``ply // 2``
-        down). Pons' convention: ``max stones + 1 - the winner's stones``.
-        """
-        max_stones = self._g.max_stones
-        return -(max_stones - (self.ply + 1) // 2), max_stones - self.ply // 2
+        """The lowest and highest exact score possible now, from the side to move
+        (:func:`engine.scores.score_bounds`; Pons' convention)."""
+        return score_bounds(self._g.max_stones, len(self.moves))
 
     def evaluate(self) -> int:
         """Threat count and centre control, from the side to move."""

@@ -10,7 +10,8 @@ can treat them alike:
 * A position's notation is the string of its moves from the start, and it
   round-trips: ``G.parse(s).notation() == s`` for every legal ``s``.
 * Scores are from the side to move. A decided position scores
-  ``(max stones a side can play + 1) - (stones the winner has at the win)``:
+  ``(max stones a side can play + 1) - (stones the winner has at the win)``
+  (:mod:`engine.scores` writes the convention once):
   positive for a win, negative for a loss, 0 for a draw. For Connect Four
   7x6 that is ``22 - stones``, exactly the benchmark files' convention, so a
   quicker win scores higher. ``evaluate()`` is a heuristic for undecided
@@ -20,15 +21,21 @@ can treat them alike:
   key a shared cache. ``to_canonical``/``from_canonical`` map moves between a
   position and its canonical orientation (a cached best move is stored
   canonically).
+* ``exact_solver`` says whether the engine has a dedicated exact solver for
+  the game (Connect Four: the compiled solver and its opening book). A game
+  without one is solved by the generic search to the end of every line.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol, Self, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar, Protocol, Self, TypeGuard, TypeVar, runtime_checkable
 
 from engine.errors import GameOverError, UnknownGameError
+
+if TYPE_CHECKING:
+    from engine.connect4 import Connect4
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +58,10 @@ class Game(Protocol):
 
     #: Registry name, e.g. ``"connect4"``.
     name: str
+    #: True when the engine has an exact solver for this game (``engine.solver``, with an
+    #: opening book and a worker's solver pool); False when the generic search solves it.
+    #: The capability to ask, rather than the game's type.
+    exact_solver: ClassVar[bool]
 
     @property
     def variant(self) -> str:
@@ -105,6 +116,19 @@ class Game(Protocol):
 
     def max_score(self) -> int:
         """Upper bound of ``abs(score)`` for any decided position of this game."""
+        ...
+
+    @property
+    def max_stones(self) -> int:
+        """Most stones (marks) one side can place in a game: the base of every score."""
+        ...
+
+    def score_range(self) -> tuple[int, int]:
+        """The lowest and highest exact score possible now (:func:`engine.scores.score_bounds`)."""
+        ...
+
+    def winning_moves(self) -> list[int]:
+        """The moves that win at once, in ``legal_moves()`` order (the one immediate-win finder)."""
         ...
 
     def evaluate(self) -> int:
@@ -178,6 +202,15 @@ def require_ongoing(game: Game) -> None:
     """
     if game.outcome() is not None:
         raise GameOverError(f"'{game.notation()}': the game is already over after move {game.ply}")
+
+
+def has_exact_solver(game: Game) -> TypeGuard[Connect4]:
+    """``game.exact_solver``: the engine's exact solver (and book) can take this position.
+
+    Read the capability, never the type. The guard tells the type checker what the
+    solver's API takes (today's only solver is Connect Four's bitboard one).
+    """
+    return game.exact_solver
 
 
 def _load_builtin_games() -> None:

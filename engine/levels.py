@@ -8,11 +8,11 @@
   with a double threat. It reads no external cache (exact scores from a
   cache would make it play perfectly).
 * ``medium``: the best move of a deeper heuristic search.
-* ``hard``: for Connect Four the exact solver with a node budget, and a
-  deeper heuristic search where that budget does not suffice; elsewhere a
-  deeper search.
-* ``perfect``: exact play. Connect Four: the compiled solver (its best move
-  is the quickest win, or the slowest loss; ties go to the centre); other
+* ``hard``: for a game with an exact solver (``Game.exact_solver``: Connect
+  Four) that solver with a node budget, and a deeper heuristic search where
+  that budget does not suffice; elsewhere a deeper search.
+* ``perfect``: exact play. With an exact solver: the compiled solver (its best
+  move is the quickest win, or the slowest loss; ties go to the centre); other
   games: a search to the end of every line. With a deadline it never
   overruns: if the exact solve cannot finish, it plays the best move of the
   deepest completed search and says so in :attr:`MoveChoice.note`.
@@ -27,17 +27,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from engine.analysis import default_solver, solve_exact, solver_share
 from engine.cache import PositionCache
 from engine.connect4 import Connect4
 from engine.errors import UnknownLevelError
-from engine.game import Game, require_ongoing
+from engine.exact import solve_exact, solver_share
+from engine.game import Game, has_exact_solver, require_ongoing
+from engine.pool import default_solver
 from engine.search import SearchLimits, SearchResult, search
+from engine.vocabulary import LEVELS
+
+__all__ = ["LEVELS", "Level", "MoveChoice", "choose_move", "get_level", "warm_up"]
 
 if TYPE_CHECKING:
     from engine.solver import Solver
 
-LEVELS: tuple[str, ...] = ("easy", "medium", "hard", "perfect")
 
 #: Utility of a decided win/loss for ``easy``'s choice: beyond any heuristic margin.
 _DECIDED = 1_000_000
@@ -84,12 +87,13 @@ _LEVELS: dict[str, Level] = {
     ),
     "perfect": Level("perfect", exact=True),
 }
+assert tuple(_LEVELS) == LEVELS, "every level named in engine.vocabulary has its spec here"
 
 
 def warm_up(position: Game, level: str) -> None:
     """Load what ``level`` needs for this game (the compiled solver), so no move pays for it."""
     spec = get_level(level)
-    if isinstance(position, Connect4) and (spec.exact or spec.solver_nodes is not None):
+    if has_exact_solver(position) and (spec.exact or spec.solver_nodes is not None):
         default_solver(position.width, position.height)
 
 
@@ -139,7 +143,7 @@ def choose_move(
     if spec.temperature > 0:
         return _easy(position, spec, deadline, rng or random.Random(), start)
     if spec.exact or spec.solver_nodes is not None:
-        if isinstance(position, Connect4):
+        if has_exact_solver(position):
             return _with_solver(position, spec, deadline, cache, solver, start)
         if spec.exact:
             limits = SearchLimits(deadline=deadline)
@@ -213,21 +217,6 @@ def _with_solver(
     return _from_search(fallback, start, deadline, nodes_before=result.nodes, note=note)
 
 
-def immediate_wins(position: Game) -> list[int]:
-    """Moves that win the game at once, in the game's order."""
-    mover = position.side_to_move
-    wins = []
-    for move in position.legal_moves():
-        position.push(move)
-        try:
-            outcome = position.outcome()
-            if outcome is not None and outcome.winner == mover:
-                wins.append(move)
-        finally:
-            position.pop()
-    return wins
-
-
 def _easy(
     position: Game, spec: Level, deadline: float | None, rng: random.Random, start: float
 ) -> MoveChoice:
@@ -244,7 +233,7 @@ def _easy(
             return score + (_DECIDED if score > 0 else -_DECIDED)
         return score
 
-    wins = immediate_wins(position)
+    wins = position.winning_moves()
     note = ""
     if wins and rng.random() >= spec.miss_win:
         choice = wins[0]

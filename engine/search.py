@@ -33,14 +33,14 @@ scores are mapped back: a decided result says ``decided=True`` and carries
 the game's score (a quicker win is higher). A draw is only reported decided
 when no heuristic leaf took part (every line was searched to its end).
 
-Optional hooks a game may offer (Connect Four and tic-tac-toe do):
-``table_key()``, a cheap exact key for the in-process table (else ``key()``);
-``winning_moves()``, the moves that win at once (else each move is tried).
+An optional hook a game may offer (Connect Four and tic-tac-toe do):
+``table_key()``, a cheap exact key for the in-process table (else ``key()``).
 
 External cache (``engine.cache.PositionCache``): the root and its children
-are read in one ``get_many`` at the start; their entries seed the table as
-bounds where their depth suffices (a complete solve at any depth), and an
-exact root entry answers at once. When the search finishes, the root and the
+are read in one ``get_many`` at the start, through :mod:`engine.known` (its
+checked records); they seed the table as bounds where their depth suffices (a
+complete solve at any depth), and exact records answer at once
+(:func:`engine.known.exact_answer`). When the search finishes, the root and the
 children whose scores are known are written back in one ``put_many``. A
 cache that fails is ignored: it never makes a search fail.
 """
@@ -53,8 +53,10 @@ from collections import defaultdict
 from collections.abc import Callable, Generator, Hashable
 from dataclasses import dataclass, field
 
+from engine import known
 from engine.cache import EXACT_DEPTH, CacheEntry, PositionCache
 from engine.game import Game, get_game, require_ongoing
+from engine.known import Known
 from engine.table import EXHAUSTIVE, Entry, TranspositionTable
 
 #: Decided values lie beyond this; heuristic values strictly inside.
@@ -265,9 +267,6 @@ class _Search:
             defaultdict(int),
             defaultdict(int),
         )
-        # A game that lists its winning moves (Connect Four) spares trying every move.
-        finder = getattr(game, "winning_moves", None)
-        self.winning_moves: Callable[[], list[int]] | None = finder if callable(finder) else None
         self.pv: list[list[int]] = []
         self.ext_limit = MAX_EXTENSIONS if options.extensions else 0
 
@@ -311,7 +310,7 @@ class _Search:
                 if ext:
                     # Behind a forced answer: take a win at once if there is one (the reply
                     # that ignored the threat loses), else fall back on the heuristic.
-                    win = self.immediate_win(moves)
+                    win = self.immediate_win()
                     if win:
                         return win
                 self.horizon += 1
@@ -391,22 +390,18 @@ class _Search:
             table.put(key, Entry(best, best, stored_depth, best_move))
         return best
 
-    def immediate_win(self, moves: list[int]) -> int:
-        """The internal value of the quickest win among ``moves`` played at once, or 0."""
+    def immediate_win(self) -> int:
+        """The internal value of a win at once by the side to move (``winning_moves()``), or 0."""
         game = self.game
-        mover = game.side_to_move
-        if self.winning_moves is not None:
-            moves = self.winning_moves()[:1]
-        for move in moves:
-            game.push(move)
-            try:
-                outcome = game.outcome()
-                score = game.terminal_score() if outcome and outcome.winner == mover else 0
-            finally:
-                game.pop()
-            if score:
-                return -to_internal(score)  # the loser's score, seen from the winner
-        return 0
+        wins = game.winning_moves()
+        if not wins:
+            return 0
+        game.push(wins[0])
+        try:
+            score = game.terminal_score()  # the loser's score, seen from the winner: negated
+        finally:
+            game.pop()
+        return -to_internal(score)
 
     # -- the root -----------------------------------------------------------------------
 
@@ -491,33 +486,11 @@ class _Search:
         return line
 
 
-def _cache_read(
-    game: Game, cache: PositionCache, moves: list[int]
-) -> tuple[CacheEntry | None, dict[int, CacheEntry]]:
-    """The root's entry and its children's (by move), in one ``get_many``; nothing on failure."""
-    keys = [game.key()]
-    for move in moves:
-        game.push(move)
-        try:
-            keys.append(game.key())
-        finally:
-            game.pop()
-    try:
-        found = cache.get_many(game.name, game.variant, keys)
-    except Exception:
-        return None, {}
-    if len(found) != len(keys):
-        return None, {}
-    children = {m: e for m, e in zip(moves, found[1:], strict=True) if e is not None}
-    return found[0], children
-
-
-def _entry_from_cache(entry: CacheEntry, from_canonical: Callable[[int], int]) -> Entry:
-    """A cache entry as a table record: a complete solve holds at any depth."""
-    move = None if entry.best_move is None else from_canonical(entry.best_move)
-    if entry.depth >= EXACT_DEPTH:
-        return Entry(to_internal(entry.lower), to_internal(entry.upper), EXHAUSTIVE, move)
-    return Entry(entry.lower, entry.upper, entry.depth, move)
+def _table_entry(known: Known) -> Entry:
+    """A known record as a table record: a complete solve holds at any depth."""
+    if known.proven:
+        return Entry(to_internal(known.lower), to_internal(known.upper), EXHAUSTIVE, known.move)
+    return Entry(known.lower, known.upper, known.depth, known.move)
 
 
 def _cache_entry(value: int, depth: int, exact: bool, max_score: int) -> CacheEntry:
@@ -597,16 +570,25 @@ def iter_search(
     max_depth = MAX_DEPTH if limits.depth is None else max(1, min(limits.depth, MAX_DEPTH))
 
     if cache is not None:
-        root_entry, child_entries = _cache_read(game, cache, order)
-        answer = _answer_from_cache(game, root_entry, child_entries, order, all_moves, state)
+        # The root and every child in one read (a child that ends the game too: one batch).
+        positions = [game]
+        for move in order:
+            child = game.copy()
+            child.push(move)
+            positions.append(child)
+        root_known, *children_known = known.read(cache, positions)
+        by_move = dict(zip(order, children_known, strict=True))
+        answer = known.exact_answer(game, root_known, by_move, all_moves=all_moves)
         if answer is not None:
-            return answer
-        if root_entry is not None:
-            state.table.put(state.key(), _entry_from_cache(root_entry, game.from_canonical))
-        for move, child in child_entries.items():
+            return _answered(*answer, state)
+        if root_known is not None:
+            state.table.put(state.key(), _table_entry(root_known))
+        for move, child_known in by_move.items():
+            if child_known is None:
+                continue
             game.push(move)
             try:
-                state.table.put(state.key(), _entry_from_cache(child, game.from_canonical))
+                state.table.put(state.key(), _table_entry(child_known))
             finally:
                 game.pop()
 
@@ -691,66 +673,22 @@ def _unsearched(game: Game, state: _Search, order: list[int], seconds: float) ->
     )
 
 
-def _answer_from_cache(
-    game: Game,
-    root: CacheEntry | None,
-    children: dict[int, CacheEntry],
-    order: list[int],
-    all_moves: bool,
-    state: _Search,
-) -> SearchResult | None:
-    """A complete answer from exact cache entries, or ``None`` when a search is needed.
-
-    Without ``all_moves``: an exact root with its best move. With it: every
-    child exact (a move's score is minus its child's).
-    """
-    seconds = time.monotonic() - state.start
-    if all_moves:
-        # A move that ends the game is scored by playing it; any other needs an exact child.
-        scores: dict[int, int] = {}
-        for move in order:
-            game.push(move)
-            try:
-                if game.outcome() is not None:
-                    scores[move] = -game.terminal_score()
-                    continue
-            finally:
-                game.pop()
-            entry = children.get(move)
-            if entry is None or not entry.exact:
-                return None
-            scores[move] = -entry.lower
-        best_move = max(order, key=lambda m: scores[m])  # first of the best, in the game's order
-        return SearchResult(
-            best_move=best_move,
-            score=scores[best_move],
-            decided=True,
-            pv=[best_move],
-            moves=scores,
-            depth=0,
-            nodes=0,
-            seconds=seconds,
-            table_hits=0,
-            cache_hit=True,
-            decided_moves=frozenset(scores),
-        )
-    if root is None or not root.exact or root.best_move is None:
-        return None
-    best_move = game.from_canonical(root.best_move)
-    if best_move not in order:
-        return None
+def _answered(
+    best_move: int, score: int, moves: dict[int, int] | None, state: _Search
+) -> SearchResult:
+    """A complete answer from exact records (:func:`engine.known.exact_answer`), no search."""
     return SearchResult(
         best_move=best_move,
-        score=root.lower,
+        score=score,
         decided=True,
         pv=[best_move],
-        moves=None,
+        moves=moves,
         depth=0,
         nodes=0,
-        seconds=seconds,
+        seconds=time.monotonic() - state.start,
         table_hits=0,
         cache_hit=True,
-        decided_moves=frozenset({best_move}),
+        decided_moves=frozenset(moves) if moves is not None else frozenset({best_move}),
     )
 
 

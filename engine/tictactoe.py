@@ -12,10 +12,11 @@ The canonical key is the least encoding over the board's eight symmetries.
 
 from __future__ import annotations
 
-from typing import Self
+from typing import ClassVar, Self
 
 from engine.errors import GameOverError, IllegalMoveError, NotationError
 from engine.game import Outcome, register_game
+from engine.scores import score_bounds, win_score
 
 _LINES = tuple(
     sum(1 << c for c in cells)
@@ -56,6 +57,10 @@ class TicTacToe:
     """A tic-tac-toe position with undo. Satisfies :class:`engine.game.Game`."""
 
     name = "tictactoe"
+    #: Solved by the generic search: nine cells are too few to need a solver.
+    exact_solver: ClassVar[bool] = False
+    #: The first player's marks on a full board.
+    max_stones = 5
 
     __slots__ = ("boards", "moves")
 
@@ -146,10 +151,26 @@ class TicTacToe:
     def terminal_score(self) -> int:
         if self._winner() is None:
             return 0
-        return -(6 - (len(self.moves) + 1) // 2)
+        return -win_score(self.max_stones, (len(self.moves) + 1) // 2)
 
     def max_score(self) -> int:
-        return 3
+        return win_score(self.max_stones, 3)  # three in a row with the third mark
+
+    def score_range(self) -> tuple[int, int]:
+        return score_bounds(self.max_stones, len(self.moves))
+
+    def winning_moves(self) -> list[int]:
+        """Cells that complete a line of the side to move's at once."""
+        if self.outcome() is not None:
+            return []
+        mine = self.boards[len(self.moves) & 1]
+        taken = self.boards[0] | self.boards[1]
+        return [
+            c
+            for c in _ORDER
+            if not taken >> c & 1
+            and any(line >> c & 1 and (mine | 1 << c) & line == line for line in _LINES)
+        ]
 
     def evaluate(self) -> int:
         """Open lines: a line held by one side only counts its marks squared, for the mover."""

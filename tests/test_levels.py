@@ -10,7 +10,7 @@ import pytest
 from engine.connect4 import Connect4
 from engine.errors import GameOverError, PlybotError, UnknownLevelError
 from engine.game import Game
-from engine.levels import LEVELS, MoveChoice, choose_move, get_level, immediate_wins, warm_up
+from engine.levels import LEVELS, MoveChoice, choose_move, get_level, warm_up
 from engine.search import SearchLimits, search
 from engine.tictactoe import TicTacToe
 from tests.fixtures.clock import SLACK
@@ -111,14 +111,14 @@ def random_positions(count: int, seed: int) -> list[Connect4]:
 
 def test_easy_rarely_overlooks_an_immediate_win() -> None:
     spec = get_level("easy")
-    positions = [p for p in random_positions(300, seed=11) if immediate_wins(p)][:30]
+    positions = [p for p in random_positions(300, seed=11) if p.winning_moves()][:30]
     assert len(positions) == 30
     rng = random.Random(5)
     taken = total = 0
     for position in positions:
         for _ in range(8):
             choice = choose_move(position, "easy", rng=rng)
-            taken += choice.move in immediate_wins(position)
+            taken += choice.move in position.winning_moves()
             total += 1
     missed = 1 - taken / total
     assert 0 < missed <= spec.miss_win + 0.08  # mistakes are real, their rate bounded
@@ -133,7 +133,7 @@ def test_easy_never_plays_into_a_loss_its_search_sees() -> None:
         assert result.moves is not None
         safe = {m for m, s in result.moves.items() if not (m in result.decided_moves and s < 0)}
         chosen = {choose_move(position, "easy", rng=rng).move for _ in range(5)}
-        if immediate_wins(position):
+        if position.winning_moves():
             continue  # overlooking a win is the one mistake allowed to lose (bounded above)
         if safe:
             assert chosen <= safe, position.notation()

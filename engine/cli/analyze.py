@@ -68,9 +68,10 @@ def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     prog = "plybot analyze"
 
-    from engine.analysis import analyze, score_words
+    from engine.analysis import analyze
     from engine.errors import PlybotError
     from engine.game import new_game, require_ongoing
+    from engine.scores import score_words
 
     try:
         position = new_game(args.game, args.position, args.variant)
@@ -95,14 +96,14 @@ def main(argv: list[str]) -> int:
     print(position.render(), file=out)
     print(file=out)
 
-    from engine.connect4 import Connect4
+    from engine.game import has_exact_solver
 
     if args.level is not None:
         from engine.levels import warm_up
 
         warm_up(position, args.level)
         return _show_level(position, args.level, args.seed, args.max_time_ms)
-    if isinstance(position, Connect4) and args.depth is None:
+    if has_exact_solver(position) and args.depth is None:
         from engine.analysis import default_solver
 
         default_solver(position.width, position.height)  # loaded before the clock starts
@@ -148,8 +149,8 @@ def _moves_text(position: Game, moves: dict[int, int], exact: bool) -> str:
 def _show_level(position: Game, level: str, seed: int | None, max_time_ms: float) -> int:
     import random
 
-    from engine.analysis import score_words
     from engine.levels import choose_move
+    from engine.scores import score_words
 
     deadline = time.monotonic() + max_time_ms / 1000
     choice = choose_move(position, level, deadline=deadline, rng=random.Random(seed))

@@ -8,7 +8,11 @@ Pascal Pons' algorithm, one concern per module:
 * :mod:`~engine.solver.negamax` -- the node search (null windows, pruning);
 * :mod:`~engine.solver.root` -- narrowing the root's bounds, analysis, parsing;
 * :mod:`~engine.solver.kernels` -- the compiled entry points, cached on disk;
-* :mod:`~engine.solver.solver` -- :class:`Solver`, results, the external cache.
+* :mod:`~engine.solver.results` -- what a solve answers;
+* :mod:`~engine.solver.run` -- the driver of one solve around the compiled steps;
+* :mod:`~engine.solver.cache_io` -- the book and the shared cache, read and written;
+* :mod:`~engine.solver.solver` -- :class:`Solver`, the façade;
+* :mod:`~engine.solver.pool` -- the process's solvers, one per board size, in a budget.
 
 Usage::
 
@@ -20,12 +24,7 @@ Usage::
     result.score, result.best_move, result.pv
 """
 
-from engine.solver.solver import (
-    DEFAULT_TABLE_BYTES,
-    Batch,
-    SolveProgress,
-    Solver,
-    SolveResult,
-)
+from engine.solver.results import Batch, SolveProgress, SolveResult
+from engine.solver.solver import DEFAULT_TABLE_BYTES, Solver
 
 __all__ = ["DEFAULT_TABLE_BYTES", "Batch", "SolveProgress", "SolveResult", "Solver"]

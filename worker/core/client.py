@@ -78,6 +78,7 @@ from redis.backoff import ExponentialWithJitterBackoff
 
 from engine.analysis import cached_exact
 from engine.connect4 import Connect4
+from engine.game import has_exact_solver
 from worker.core import keys
 from worker.core.contract import (
     AnalysisRequest,
@@ -439,7 +440,7 @@ class JobClient:
         if self.cache is None or request.mode != "solve" or not self.cache.available:
             return None
         board = request.board()
-        if not isinstance(board, Connect4):
+        if not has_exact_solver(board):
             return None
         try:
             # One hop to a thread for the lookup and the record: redis-py's synchronous

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from engine.game import Game, get_game, new_game, require_ongoing
+from engine.vocabulary import LEVELS, Level, Mode  # defined once, in the engine
 from worker.core.settings import get_settings
 
 if TYPE_CHECKING:
@@ -45,13 +46,9 @@ __all__ = [
     "Progress",
 ]
 
-Mode = Literal["solve", "depth", "time"]
 JobStatus = Literal["queued", "running", "done", "failed"]
 #: The kinds of job (their table: :data:`worker.core.kinds.KINDS`).
 KindName = Literal["analysis", "move", "book"]
-#: The bot's levels (``engine.levels.LEVELS``), easiest first.
-LEVELS = ("easy", "medium", "hard", "perfect")
-Level = Literal["easy", "medium", "hard", "perfect"]
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 

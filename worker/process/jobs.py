@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from engine.cache import PositionCache
-from engine.connect4 import Connect4
-from engine.game import Game
+from engine.game import Game, has_exact_solver
+from engine.pool import solvers
 from worker.core import keys
 from worker.core.contract import (
     AnalysisRequest,
@@ -107,56 +106,26 @@ class JobContext:
 #: Set by the worker around each job (one job at a time per process).
 current: JobContext | None = None
 
-#: The process's Connect Four solvers, one per board size, least recently used first:
-#: their tables outlive the jobs, and together stay within ``worker_table_mb``.
-_solvers: OrderedDict[tuple[int, int], Any] = OrderedDict()
-
-
-def _table_bytes_for(width: int, height: int, settings: Settings) -> int:
-    """The table a board size gets: ``solver_table_mb``, less for a small board.
-
-    A board of ``c`` cells has fewer than ``2**c`` positions worth keeping apart;
-    16 bytes per 2-slot bucket make ``2**(c + 4)`` bytes plenty. Never more than
-    the worker's whole budget less the solver's fixed near-end region.
-    """
-    from engine.solver.table import NEAR_END_BYTES
-
-    budget = (settings.worker_table_mb << 20) - NEAR_END_BYTES
-    return max(1 << 16, min(settings.solver_table_mb << 20, 1 << (width * height + 4), budget))
-
 
 def _solver(board: Game, cache: PositionCache | None) -> Any:
-    """This process's solver for a Connect Four board (``None`` for other games).
+    """This process's solver for a board with an exact solver (``None`` for other games).
 
-    Solvers of other sizes are dropped, least recently used first, until the new
-    one's table fits in ``worker_table_mb`` with the others'.
+    The engine's pool (:data:`engine.pool.solvers`), its tables within
+    ``worker_table_mb``, each at most ``solver_table_mb``: solvers of other sizes
+    are dropped, least recently used first, until a new one's table fits.
     """
-    if not isinstance(board, Connect4):
+    if not has_exact_solver(board):
         return None
-    size = (board.width, board.height)
-    solver = _solvers.get(size)
-    if solver is not None and solver.cache is cache:
-        _solvers.move_to_end(size)
-        return solver
-    from engine.book import shipped_book
-    from engine.solver import Solver
-    from engine.solver.table import NEAR_END_BYTES
-
     settings = _settings()
-    _solvers.pop(size, None)
-    wanted = _table_bytes_for(*size, settings)
-    budget = settings.worker_table_mb << 20
-    while _solvers and table_bytes() + wanted + NEAR_END_BYTES > budget:
-        _solvers.popitem(last=False)  # its table is unmapped once the solver is dropped
-    book = shipped_book(*size)
-    solver = _solvers[size] = Solver(*size, table_bytes=wanted, cache=cache, book=book)
-    solver.warm_up()
-    return solver
+    solvers.configure(
+        table_bytes=settings.solver_table_mb << 20, budget_bytes=settings.worker_table_mb << 20
+    )
+    return solvers.solver(board.width, board.height, cache)
 
 
 def table_bytes() -> int:
     """Bytes of this process's solver tables."""
-    return sum(solver.table_bytes for solver in _solvers.values())
+    return solvers.table_bytes()
 
 
 def book_table_bytes() -> int:
@@ -171,8 +140,7 @@ def book_table_bytes() -> int:
 def interrupt() -> None:
     """Make a running compiled search return now (from another thread); it reports an
     incomplete result, and the caller's interrupt (cancel, preemption) takes over."""
-    for solver in list(_solvers.values()):
-        solver.interrupt()
+    solvers.interrupt()
 
 
 def _settings() -> Settings:
@@ -226,7 +194,7 @@ def analysis_job(req: AnalysisRequest) -> AnalysisResult:
     if (
         req.mode == "solve"
         and req.moves == "all"
-        and isinstance(board, Connect4)
+        and has_exact_solver(board)
         and settings.split_analyses
         and current is not None
         and current.job_id
@@ -364,8 +332,7 @@ def _other_work_waiting() -> Callable[[], bool] | None:
 
 def clear_tables() -> None:
     """Forget what this process's solvers proved (``solver_fresh_table``: between jobs)."""
-    for solver in _solvers.values():
-        solver.reset()
+    solvers.reset()
 
 
 def warm_up(cache: PositionCache | None = None) -> float:

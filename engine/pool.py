@@ -1,0 +1,138 @@
+"""The process's exact solvers: one per board size, kept warm, their tables within one budget.
+
+A solver's transposition table is worth keeping from one solve to the next
+(every solve starts from what earlier ones proved), so a process keeps its
+solvers in one :class:`SolverPool`, :data:`solvers`. The analysis, the levels
+and the CLI take theirs from it; a worker configures it (:meth:`SolverPool.configure`:
+its memory budget for tables, the table a board gets) and uses the same pool.
+Loading a solver costs a second or two (numba's on-disk cache), so a time
+budget asks :meth:`SolverPool.warm`, which never loads one.
+
+Each solver reads the shipped opening book (:func:`engine.book.shipped_book`)
+before its ``cache``; the cache is fixed at construction, so asking with another
+cache object replaces the board size's solver. Not thread-safe: the pool is
+used from one thread per process (a worker runs one job at a time).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import TYPE_CHECKING
+
+from engine.cache import PositionCache
+
+if TYPE_CHECKING:
+    from engine.solver import Solver
+
+#: The table a board size gets when nobody said otherwise: 64 MB (the solver's default).
+DEFAULT_TABLE_BYTES = 64 << 20
+#: The smallest table a solver gets, however tight the budget.
+MIN_TABLE_BYTES = 1 << 16
+
+
+class SolverPool:
+    """Solvers by board size, least recently used first, their tables within ``budget_bytes``."""
+
+    def __init__(
+        self, table_bytes: int = DEFAULT_TABLE_BYTES, budget_bytes: int | None = None
+    ) -> None:
+        self._solvers: OrderedDict[tuple[int, int], Solver] = OrderedDict()
+        self.table_bytes_each = table_bytes
+        self.budget_bytes = budget_bytes
+
+    def configure(self, *, table_bytes: int, budget_bytes: int | None) -> None:
+        """Set the table a board size gets and the budget of all tables (``None``: unbounded).
+
+        Solvers already made keep their tables; the budget applies when one is made.
+        """
+        self.table_bytes_each = table_bytes
+        self.budget_bytes = budget_bytes
+
+    def table_bytes_for(self, width: int, height: int) -> int:
+        """The table a board size gets: the configured size, less for a small board.
+
+        A board of ``c`` cells has fewer than ``2**c`` positions worth keeping apart;
+        16 bytes per 2-slot bucket make ``2**(c + 4)`` bytes plenty. Never more than
+        the whole budget less the solver's fixed near-end region.
+        """
+        from engine.solver.table import NEAR_END_BYTES
+
+        wanted = min(self.table_bytes_each, 1 << (width * height + 4))
+        if self.budget_bytes is not None:
+            wanted = min(wanted, self.budget_bytes - NEAR_END_BYTES)
+        return max(MIN_TABLE_BYTES, wanted)
+
+    def solver(
+        self, width: int, height: int, cache: PositionCache | None, *, any_cache: bool = False
+    ) -> Solver:
+        """The solver of this board size made with ``cache`` (any cache if ``any_cache``).
+
+        Made and warmed up (:meth:`Solver.warm_up`) if there is none; solvers of
+        other sizes are dropped, least recently used first, until its table fits
+        in the budget with theirs.
+        """
+        found = self.warm(width, height, cache, any_cache=any_cache)
+        if found is not None:
+            return found
+        from engine.book import shipped_book
+        from engine.solver import Solver
+        from engine.solver.table import NEAR_END_BYTES
+
+        size = (width, height)
+        self._solvers.pop(size, None)
+        wanted = self.table_bytes_for(width, height)
+        if self.budget_bytes is not None:
+            while (
+                self._solvers and self.table_bytes() + wanted + NEAR_END_BYTES > self.budget_bytes
+            ):
+                self._solvers.popitem(last=False)  # its table is unmapped once it is dropped
+        book = shipped_book(width, height)
+        solver = Solver(width, height, table_bytes=wanted, cache=cache, book=book)
+        solver.warm_up()
+        self._solvers[size] = solver
+        return solver
+
+    def warm(
+        self, width: int, height: int, cache: PositionCache | None, *, any_cache: bool = False
+    ) -> Solver | None:
+        """The solver of this board size if it is loaded (with ``cache``), else ``None``."""
+        solver = self._solvers.get((width, height))
+        if solver is None or not (any_cache or solver.cache is cache):
+            return None
+        self._solvers.move_to_end((width, height))
+        return solver
+
+    def table_bytes(self) -> int:
+        """Bytes of the pool's tables."""
+        return sum(solver.table_bytes for solver in self._solvers.values())
+
+    def interrupt(self) -> None:
+        """End the solve in progress now, whichever solver runs it (safe from another thread)."""
+        for solver in list(self._solvers.values()):
+            solver.interrupt()
+
+    def reset(self) -> None:
+        """Forget what every table proved."""
+        for solver in self._solvers.values():
+            solver.reset()
+
+
+#: The process's pool.
+solvers = SolverPool()
+
+
+def default_solver(width: int, height: int, cache: PositionCache | None = None) -> Solver:
+    """The process's solver for this board size, made with ``cache`` (any if ``None``).
+
+    The first call in a process loads the compiled core (about two seconds
+    from numba's on-disk cache; a worker does it at start).
+    """
+    return solvers.solver(width, height, cache, any_cache=cache is None)
+
+
+def warm_solver(width: int, height: int, cache: PositionCache | None = None) -> Solver | None:
+    """The process's solver if it is already loaded (with this cache, or any if ``None``).
+
+    For time-boxed work that may do without it: loading must never eat a time budget.
+    """
+    return solvers.warm(width, height, cache, any_cache=cache is None)

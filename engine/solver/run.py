@@ -1,0 +1,322 @@
+"""One solve of one position: the driver loop in Python around the compiled steps.
+
+A :class:`Run` asks the compiled core null-window questions (``kernels.init``
+and ``kernels.step``) until the root's bounds settle, or a limit comes first;
+it reports each narrowing, the result, and a principal variation while that
+stays cheap. What the book and the shared cache know is read and written by
+:mod:`engine.solver.cache_io`, through :meth:`Run.seed` and :meth:`Run.cap`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from engine.connect4 import Connect4
+from engine.solver import cache_io
+from engine.solver.results import SolveProgress, SolveResult
+from engine.solver.root import settled, weak_value
+
+if TYPE_CHECKING:
+    from engine.solver.solver import Solver
+
+#: The principal variation may cost this many nodes, or as many as the solve, whichever is more.
+PV_MIN_NODES = 200_000
+
+_NO_LIMIT = float(1 << 62)
+_settled = settled.py_func
+
+
+def _weak_value(lo: int, hi: int) -> int:
+    return int(weak_value.py_func(lo, hi))
+
+
+def limits_of(node_limit: int | None, deadline: float | None, nodes: int) -> np.ndarray:
+    """The compiled search's limits: ``[node limit, deadline]`` (``interrupt`` sets the latter)."""
+    return np.array(
+        [
+            _NO_LIMIT if node_limit is None else float(nodes + node_limit),
+            math.inf if deadline is None else float(deadline),
+        ],
+        dtype=np.float64,
+    )
+
+
+def _bounds(lower: dict[int, int], upper: dict[int, int]) -> dict[int, tuple[int, int]]:
+    """Every column's ``(lower, upper)``, by column."""
+    return {c: (lower[c], upper[c]) for c in sorted(lower)}
+
+
+def _best_proven(legal: list[int], lower: dict[int, int], upper: dict[int, int]) -> int | None:
+    """A column not proven worse than another: the highest lower bound among those (then
+    upper bound, then the game's order); ``None`` only for no columns."""
+    floor = max(lower.values())
+    candidates = [c for c in legal if upper[c] >= floor]
+    return max(candidates, key=lambda c: (lower[c], upper[c])) if candidates else None
+
+
+def _weak_bounds(lo: int, hi: int) -> tuple[int, int]:
+    """Score bounds as bounds on the sign."""
+    lower = 1 if lo >= 1 else (0 if lo >= 0 else -1)
+    upper = -1 if hi <= -1 else (0 if hi <= 0 else 1)
+    return lower, upper
+
+
+class Run:
+    """One solve of one position: the driver loop in Python around the compiled steps."""
+
+    def __init__(
+        self,
+        solver: Solver,
+        position: Connect4,
+        weak: bool,
+        deadline: float | None,
+        node_limit: int | None,
+    ) -> None:
+        self.solver = solver
+        self.k = solver._k
+        self.table = solver._table
+        self.layout = solver._layout
+        self.position = position
+        self.weak = weak
+        self.deadline = deadline
+        self.start = time.perf_counter()
+        self.counters = np.zeros(1, dtype=np.int64)
+        self.limits = solver._limits = limits_of(node_limit, deadline, 0)
+        self.iteration = 0
+        self.want_pv = True
+        #: ``(lower, upper, move)`` proven for the root by the book or the shared cache
+        #: (``move`` -1 if none), set by :func:`engine.solver.cache_io.read`; None if unknown.
+        self.root_known: tuple[int, int, int] | None = None
+
+    @property
+    def nodes(self) -> int:
+        return int(self.counters[0])
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    # -- the driver ---------------------------------------------------------------
+
+    def narrow(self, cur: int, mask: int, ply: int) -> Iterator[tuple[int, int]]:
+        """Ask null-window questions about a position until settled; yield ``(lo, hi)`` after each.
+
+        The final ``(lo, hi, best, aborted)`` is left in ``self.state``.
+        """
+        cur_u, mask_u = np.uint64(cur), np.uint64(mask)
+        lo, hi, best = (int(v) for v in self.k.init(self.table, self.layout, cur_u, mask_u, ply))
+        self.state = (lo, hi, best, False)
+        while not _settled(lo, hi, self.weak):
+            lo, hi, best, aborted = self.k.step(
+                self.table,
+                self.layout,
+                cur_u,
+                mask_u,
+                ply,
+                lo,
+                hi,
+                best,
+                self.weak,
+                self.limits,
+                self.counters,
+            )
+            lo, hi, best = int(lo), int(hi), int(best)
+            self.state = (lo, hi, best, bool(aborted))
+            if aborted:
+                return
+            self.iteration += 1
+            yield lo, hi
+
+    def solve(self) -> Iterator[SolveProgress | SolveResult]:
+        p = self.position
+        for lo, hi in self.narrow(p.current, p.mask, p.ply):
+            yield self.progress(lo, hi)
+        lo, hi, best, aborted = self.state
+        if aborted:
+            yield self.incomplete(lo, hi, best if best >= 0 else None)
+            return
+        if best < 0:
+            best = self.fallback_move(p)
+        score = _weak_value(lo, hi) if self.weak else lo
+        nodes = self.nodes  # the solve's; the principal variation's searches come on top
+        pv = [best] if self.weak or not self.want_pv else self.principal_variation(p, score, best)
+        result = SolveResult(
+            score=score,
+            lower=score,
+            upper=score,
+            complete=True,
+            best_move=best,
+            pv=pv,
+            nodes=nodes,
+            seconds=self.elapsed(),
+        )
+        cache_io.write(self, result, {})
+        yield result
+
+    def analyze(self) -> Iterator[SolveProgress | SolveResult]:
+        p = self.position
+        wins = set(p.winning_moves())
+        legal = p.legal_moves()  # centre first
+        # Bounds of each column's value from our side (weak: of its sign).
+        floor, ceiling = (-1, 1) if self.weak else p.score_range()
+        # What the book or the shared cache proved about the root: its best move's value is
+        # the root's exact score (no search), and no column is worth more than its upper
+        # bound, which narrows every other column's window from the start.
+        known = None if self.weak else self.root_known
+        lower = dict.fromkeys(legal, floor)
+        upper = dict.fromkeys(legal, ceiling if known is None else min(ceiling, known[1]))
+        moves: dict[int, int] = {}
+        for column in legal:
+            if column in wins:
+                moves[column] = ceiling  # a win now: the best there is (weak: 1)
+            elif known is not None and known[0] == known[1] and column == known[2]:
+                moves[column] = known[0]
+            else:
+                child = p.copy()
+                child.push(column)
+                if known is not None:
+                    self.cap(child, known[1])
+                for lo, hi in self.narrow(child.current, child.mask, child.ply):
+                    lo, hi = _weak_bounds(lo, hi) if self.weak else (lo, hi)
+                    lower[column], upper[column] = -hi, -lo
+                    yield self.progress(
+                        max(lower.values()), max(upper.values()), True, _bounds(lower, upper)
+                    )
+                lo, hi, _, aborted = self.state
+                if aborted:
+                    yield self.incomplete(
+                        max(lower.values()),
+                        max(upper.values()),
+                        _best_proven(legal, lower, upper),
+                        moves,
+                        True,
+                        _bounds(lower, upper),
+                    )
+                    return
+                moves[column] = -(_weak_value(lo, hi) if self.weak else lo)
+            lower[column] = upper[column] = moves[column]
+            # Each column as it is settled: a caller shows it at once.
+            yield self.progress(
+                max(lower.values()), max(upper.values()), True, _bounds(lower, upper)
+            )
+        score = max(moves.values())
+        best = next(c for c in legal if moves[c] == score)
+        nodes = self.nodes  # the solve's; the principal variation's searches come on top
+        pv = [best] if self.weak else self.principal_variation(p, score, best)
+        result = SolveResult(
+            score=score,
+            lower=score,
+            upper=score,
+            complete=True,
+            best_move=best,
+            pv=pv,
+            moves=dict(sorted(moves.items())),
+            nodes=nodes,
+            seconds=self.elapsed(),
+            bounds={c: (m, m) for c, m in sorted(moves.items())},
+        )
+        cache_io.write(self, result, moves)
+        yield result
+
+    def progress(
+        self,
+        lo: int,
+        hi: int,
+        weak_units: bool = False,
+        bounds: dict[int, tuple[int, int]] | None = None,
+    ) -> SolveProgress:
+        if self.weak and not weak_units:
+            lo, hi = _weak_bounds(lo, hi)
+        return SolveProgress(lo, hi, self.nodes, self.elapsed(), self.iteration, bounds)
+
+    def incomplete(
+        self,
+        lo: int,
+        hi: int,
+        best: int | None,
+        moves: dict[int, int] | None = None,
+        weak_units: bool = False,
+        bounds: dict[int, tuple[int, int]] | None = None,
+    ) -> SolveResult:
+        if self.weak and not weak_units:
+            lo, hi = _weak_bounds(lo, hi)
+        return SolveResult(
+            score=None,
+            lower=lo,
+            upper=hi,
+            complete=False,
+            best_move=best,
+            pv=[best] if best is not None else [],
+            moves=dict(sorted(moves.items())) if moves is not None else None,
+            nodes=self.nodes,
+            seconds=self.elapsed(),
+            bounds=bounds,
+        )
+
+    @staticmethod
+    def fallback_move(p: Connect4) -> int:
+        """A best move where no search named one (the score is a bound every safe move reaches)."""
+        wins = p.winning_moves()
+        if wins:
+            return wins[0]
+        safe = p.non_losing_moves()
+        return safe[0] if safe else p.legal_moves()[0]
+
+    def principal_variation(self, p: Connect4, score: int, best: int) -> list[int]:
+        """The line from ``best`` to the end of the game, while it stays cheap.
+
+        At each position of known score ``s`` one null-window search with the
+        window ``(s - 1, s)`` fails high on a move that reaches ``s``.
+        """
+        budget = max(PV_MIN_NODES, self.nodes)
+        self.limits[0] = min(self.limits[0], float(self.nodes + budget))
+        line = [best]
+        q = p.copy()
+        q.push(best)
+        s = -score
+        while q.outcome() is None:
+            cur, mask = np.uint64(q.current), np.uint64(q.mask)
+            lo, hi, move = (int(v) for v in self.k.init(self.table, self.layout, cur, mask, q.ply))
+            if not (lo == hi == s and move >= 0):
+                lo, hi, move, aborted = self.k.step(
+                    self.table,
+                    self.layout,
+                    cur,
+                    mask,
+                    q.ply,
+                    s - 1,
+                    s,
+                    -1,
+                    False,
+                    self.limits,
+                    self.counters,
+                )
+                if aborted:
+                    break
+                if int(move) < 0:
+                    move = self.fallback_move(q)
+            line.append(int(move))
+            q.push(int(move))
+            s = -s
+        return line
+
+    # -- what is known, put in the table ------------------------------------------
+
+    def cap(self, child: Connect4, parent_upper: int) -> None:
+        """Record in the table that the move to ``child`` is worth at most ``parent_upper``
+        to the parent: ``child``'s value (its side to move) is at least ``-parent_upper``."""
+        cur, mask = np.uint64(child.current), np.uint64(child.mask)
+        lo, hi, move = (int(v) for v in self.k.init(self.table, self.layout, cur, mask, child.ply))
+        lower = max(lo, -parent_upper)
+        if lower > lo and lower <= hi:
+            self.seed(child, lower, hi, move)
+
+    def seed(self, q: Connect4, lower: int, upper: int, move: int) -> None:
+        """Put known bounds of ``q`` into the table, as costly knowledge (kept first)."""
+        empty = q.width * q.height - q.ply
+        key = np.uint64(q.current + q.mask)
+        self.k.put(self.table, self.layout, key, empty, lower, upper, move, 63)

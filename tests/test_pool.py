@@ -1,0 +1,37 @@
+"""``engine.pool``: the process's solvers, one per board size, their tables within a budget."""
+
+from __future__ import annotations
+
+from engine.cache import MemoryCache
+from engine.pool import MIN_TABLE_BYTES, SolverPool
+from engine.solver.table import NEAR_END_BYTES
+
+
+def test_a_small_board_gets_a_small_table_and_the_budget_caps_all() -> None:
+    pool = SolverPool(table_bytes=64 << 20)
+    assert pool.table_bytes_for(7, 6) == 64 << 20
+    assert pool.table_bytes_for(4, 4) == 1 << (16 + 4)
+    pool.configure(table_bytes=64 << 20, budget_bytes=8 << 20)
+    assert pool.table_bytes_for(7, 6) == (8 << 20) - NEAR_END_BYTES
+    pool.configure(table_bytes=1, budget_bytes=None)
+    assert pool.table_bytes_for(7, 6) == MIN_TABLE_BYTES
+
+
+def test_solvers_are_kept_by_size_and_cache_and_dropped_least_recent_first() -> None:
+    pool = SolverPool(table_bytes=1 << 20, budget_bytes=(2 << 20) + 2 * NEAR_END_BYTES)
+    cache = MemoryCache()
+    a = pool.solver(5, 4, cache)
+    assert pool.solver(5, 4, cache) is a
+    assert pool.warm(5, 4, cache) is a
+    assert pool.warm(5, 4, None) is None
+    assert pool.warm(5, 4, None, any_cache=True) is a
+    b = pool.solver(6, 5, cache)
+    assert pool.warm(5, 4, cache) is a  # both fit: a is now the most recent
+    pool.solver(7, 6, cache)  # no room for three: the least recently used (b) goes
+    assert pool.warm(6, 5, cache) is None
+    assert pool.warm(5, 4, cache) is a
+    assert b is not None
+    assert pool.table_bytes() <= (2 << 20) + 2 * NEAR_END_BYTES
+    other = pool.solver(5, 4, MemoryCache())  # another cache: a new solver for the size
+    assert other is not a
+    assert other.cache is not cache

@@ -10,7 +10,7 @@ dependency per request) cost more than the rest of a cached answer's path.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, cast
 
 from fastapi import Depends, HTTPException, Request
 from redis.asyncio import Redis
@@ -27,35 +27,35 @@ from worker.core.games import GameStore
 
 
 async def get_settings(request: Request) -> ApiSettings:
-    return request.app.state.settings
+    return cast(ApiSettings, request.app.state.settings)
 
 
 async def get_redis(request: Request) -> Redis:
-    return request.app.state.redis
+    return cast(Redis, request.app.state.redis)
 
 
 async def get_client(request: Request) -> JobClient:
-    return request.app.state.client
+    return cast(JobClient, request.app.state.client)
 
 
 async def get_games(request: Request) -> GameStore:
-    return request.app.state.games
+    return cast(GameStore, request.app.state.games)
 
 
 async def get_callbacks(request: Request) -> Callbacks:
-    return request.app.state.callbacks
+    return cast(Callbacks, request.app.state.callbacks)
 
 
 async def get_metrics(request: Request) -> Metrics:
-    return request.app.state.metrics
+    return cast(Metrics, request.app.state.metrics)
 
 
 async def get_waits(request: Request) -> Waits:
-    return request.app.state.waits
+    return cast(Waits, request.app.state.waits)
 
 
 async def get_queued(request: Request) -> QueuedWork:
-    return request.app.state.queued
+    return cast(QueuedWork, request.app.state.queued)
 
 
 async def get_caller(request: Request) -> str:

@@ -91,14 +91,14 @@ def _json(
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-async def _validation(request: Request, exc: Exception) -> JSONResponse:
+async def _validation(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errors = [_clean(e) for e in exc.errors()]
     message = "; ".join(f"{_field(e['loc'])}: {e['msg']}" for e in errors)
     return _json(422, errors, message)
 
 
-async def _http(request: Request, exc: Exception) -> JSONResponse:
+async def _http(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HTTPException)
     if isinstance(exc.__cause__, UnicodeDecodeError):  # FastAPI's "error parsing the body"
         cause = exc.__cause__
@@ -110,11 +110,11 @@ async def _http(request: Request, exc: Exception) -> JSONResponse:
     return _json(exc.status_code, exc.detail, str(exc.detail), dict(exc.headers or {}))
 
 
-async def _not_found(request: Request, exc: Exception) -> JSONResponse:
+async def _not_found(_request: Request, exc: Exception) -> JSONResponse:
     return _json(404, str(exc), str(exc))
 
 
-async def _conflict(request: Request, exc: Exception) -> JSONResponse:
+async def _conflict(_request: Request, exc: Exception) -> JSONResponse:
     return _json(409, str(exc), str(exc))
 
 
@@ -137,7 +137,7 @@ async def _redis_refused(request: Request, exc: Exception) -> JSONResponse:
     return await _internal(request, exc)
 
 
-async def _not_unicode(request: Request, exc: Exception) -> JSONResponse:
+async def _not_unicode(_request: Request, exc: Exception) -> JSONResponse:
     # Text that passed validation but cannot be encoded (a lone surrogate the schemas
     # did not see, e.g. in a header): the client's fault, so a 400, never a 500.
     message = f"the request holds text that is not valid Unicode ({printable(str(exc))})"

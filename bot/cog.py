@@ -106,7 +106,7 @@ class StringsTranslator(app_commands.Translator):
         self,
         string: app_commands.locale_str,
         locale: discord.Locale,
-        context: app_commands.TranslationContextTypes,
+        _context: app_commands.TranslationContextTypes,
     ) -> str | None:
         key = string.extras.get("key")
         lang = language(locale)  # English for a language not shipped
@@ -278,9 +278,7 @@ class Games(commands.Cog, name=COG_NAME):
     @app_commands.guild_only()
     async def resign(self, interaction: discord.Interaction[Any]) -> None:
         result = await self._quick(
-            self.service.resign(
-                str(interaction.guild_id), str(interaction.channel_id), str(interaction.user.id)
-            )
+            self.service.resign(str(interaction.channel_id), str(interaction.user.id))
         )
         if isinstance(result, Notice):
             await interaction.response.send_message(result.told(_lang(interaction)), ephemeral=True)

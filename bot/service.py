@@ -420,7 +420,7 @@ class DiscordGames:
             return Update(turn.session, announce=failed)
         return None
 
-    async def resign(self, guild_id: str, channel_id: str, user_id: str) -> Notice | Update:
+    async def resign(self, channel_id: str, user_id: str) -> Notice | Update:
         """``user_id`` resigns their game in the channel (or withdraws/declines their challenge)."""
         holder = await self.limits.holder(channel_id, user_id)
         if holder is None:

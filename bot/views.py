@@ -69,8 +69,8 @@ class MoveButton(
     @classmethod
     async def from_custom_id(
         cls,
-        interaction: discord.Interaction[Any],
-        item: discord.ui.Item[Any],
+        _interaction: discord.Interaction[Any],
+        _item: discord.ui.Item[Any],
         match: re.Match[str],
         /,
     ) -> MoveButton:
@@ -105,8 +105,8 @@ class ChallengeButton(
     @classmethod
     async def from_custom_id(
         cls,
-        interaction: discord.Interaction[Any],
-        item: discord.ui.Item[Any],
+        _interaction: discord.Interaction[Any],
+        _item: discord.ui.Item[Any],
         match: re.Match[str],
         /,
     ) -> ChallengeButton:
@@ -144,8 +144,8 @@ class GameButton(
     @classmethod
     async def from_custom_id(
         cls,
-        interaction: discord.Interaction[Any],
-        item: discord.ui.Item[Any],
+        _interaction: discord.Interaction[Any],
+        _item: discord.ui.Item[Any],
         match: re.Match[str],
         /,
     ) -> GameButton:

@@ -107,12 +107,16 @@ def solve_chunk(solver: Solver, notations: Sequence[str]) -> list[BookLine]:
     """Solve ``notations`` exactly, in order, with ``solver``'s table kept between them.
 
     One compiled call, no deadline. Postcondition: one line per notation, in
-    order, with its exact score and a best move. Raises ``ValueError`` (the
-    parser's own) for a bad notation, before solving any.
+    order, with its exact score and a best move; if ``solver`` was interrupted
+    (:meth:`Solver.interrupt`, from another thread), the lines of the positions
+    solved before it, in order. Raises ``ValueError`` (the parser's own) for a
+    bad notation, before solving any.
     """
     batch = solver.run_batch(list(notations), strict=True)
     lines = []
     for i, notation in enumerate(notations):
+        if batch.aborted(i):
+            break
         result = batch.result(i)
         assert result.score is not None  # strict: an unsolved position raised
         assert result.best_move is not None

@@ -147,11 +147,11 @@ def choose_move(
             return _with_solver(position, spec, deadline, cache, solver, start)
         if spec.exact:
             limits = SearchLimits(deadline=deadline)
-            return _from_search(search(position, limits, cache=cache), start, deadline)
+            return _from_search(search(position, limits, cache=cache), start)
     limits = SearchLimits(
         depth=spec.depth_for(position), nodes=spec.search_nodes, deadline=deadline
     )
-    return _from_search(search(position, limits, cache=cache), start, deadline)
+    return _from_search(search(position, limits, cache=cache), start)
 
 
 def _ms(start: float) -> float:
@@ -161,7 +161,6 @@ def _ms(start: float) -> float:
 def _from_search(
     result: SearchResult,
     start: float,
-    deadline: float | None,
     nodes_before: int = 0,
     note: str = "",
 ) -> MoveChoice:
@@ -214,7 +213,7 @@ def _with_solver(
     fallback = search(position, limits, cache=cache)
     why = "deadline" if spec.exact else "solver budget"
     note = f"{why}: played best of depth {fallback.depth}"
-    return _from_search(fallback, start, deadline, nodes_before=result.nodes, note=note)
+    return _from_search(fallback, start, nodes_before=result.nodes, note=note)
 
 
 def _easy(
@@ -224,7 +223,7 @@ def _easy(
     limits = SearchLimits(depth=spec.depth_for(position), deadline=deadline)
     result = search(position, limits, all_moves=True)
     if result.moves is None:  # no depth completed before the deadline
-        return _from_search(result, start, deadline)
+        return _from_search(result, start)
     scores = result.moves
 
     def utility(move: int) -> float:

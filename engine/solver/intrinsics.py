@@ -23,34 +23,34 @@ from numba.extending import intrinsic
 _CLOCK_MONOTONIC = 1
 
 
-def _popcount(typingctx, x):
+def _popcount(_typingctx, x):
     """Number of set bits of a uint64 (as uint64)."""
     if x != types.uint64:
         return None
 
-    def codegen(context, builder, signature, args):
+    def codegen(_context, builder, _signature, args):
         return builder.ctpop(args[0])
 
     return types.uint64(types.uint64), codegen
 
 
-def _ctz(typingctx, x):
+def _ctz(_typingctx, x):
     """Index of the lowest set bit of a non-zero uint64 (as uint64)."""
     if x != types.uint64:
         return None
 
-    def codegen(context, builder, signature, args):
+    def codegen(_context, builder, _signature, args):
         return builder.cttz(args[0], ir.Constant(ir.IntType(1), 1))
 
     return types.uint64(types.uint64), codegen
 
 
-def _bit_length(typingctx, x):
+def _bit_length(_typingctx, x):
     """``int.bit_length`` of a uint64 (0 for 0), as uint64."""
     if x != types.uint64:
         return None
 
-    def codegen(context, builder, signature, args):
+    def codegen(_context, builder, _signature, args):
         i64 = ir.IntType(64)
         leading = builder.ctlz(args[0], ir.Constant(ir.IntType(1), 0))
         return builder.sub(ir.Constant(i64, 64), leading)
@@ -58,10 +58,10 @@ def _bit_length(typingctx, x):
     return types.uint64(types.uint64), codegen
 
 
-def _monotonic(typingctx):
+def _monotonic(_typingctx):
     """Seconds on ``CLOCK_MONOTONIC`` (float64), comparable with ``time.monotonic()``."""
 
-    def codegen(context, builder, signature, args):
+    def codegen(_context, builder, _signature, _args):
         i64 = ir.IntType(64)
         timespec = ir.LiteralStructType([i64, i64])
         fnty = ir.FunctionType(ir.IntType(32), [ir.IntType(32), timespec.as_pointer()])
@@ -84,7 +84,7 @@ bit_length: Any = intrinsic(_bit_length)
 monotonic: Any = intrinsic(_monotonic)
 
 
-def _prefetch(typingctx, array, index):
+def _prefetch(_typingctx, array, index):
     """Start loading the cache line of ``array[index]`` (1-D, C order); no effect on results."""
     if not (
         isinstance(array, types.Array) and array.ndim == 1 and isinstance(index, types.Integer)

@@ -92,6 +92,10 @@ class Batch:
             f"'{self.notations[i]}': cannot be solved"
         )  # statuses agree: unreachable
 
+    def aborted(self, i: int) -> bool:
+        """Position ``i`` was not solved for want of time (a deadline, or an interrupt)."""
+        return int(self.status[i]) == ABORTED
+
     def result(self, i: int) -> SolveResult:
         error = self.error(i)
         if error is not None:

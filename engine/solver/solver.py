@@ -97,7 +97,8 @@ class Solver:
         first call, a second or more. A solve from the book or the cache calls
         none of them, so a solve cannot stand in for this. The table keeps only
         what a tiny search of the empty board proves. (The batch entry
-        point of ``solve_batch`` loads at its first call: batches have no deadline.)
+        point of ``solve_batch`` loads at its first call: a worker calls it at its own
+        warm-up, since a book chunk must be able to give way at once.)
         """
         position = Connect4(self.width, self.height)
         run = Run(self, position, weak=False, deadline=None, node_limit=1000)
@@ -244,7 +245,8 @@ class Solver:
         """Parse and solve ``notations`` in one compiled call; a bad one gets a status, not a raise.
 
         Each position is timed inside the compiled loop (``Batch.seconds``).
-        With ``strict``, nothing is solved if any notation is bad.
+        With ``strict``, nothing is solved if any notation is bad. :meth:`interrupt` ends
+        it as a deadline would: the position in hand and those after it are ``ABORTED``.
         """
         encoded = [n.encode("ascii", "replace") for n in notations]
         lengths = np.fromiter((len(e) for e in encoded), dtype=np.int64, count=len(encoded))
@@ -255,21 +257,24 @@ class Solver:
         out = np.zeros((count, OUT_FIELDS), dtype=np.int64)
         seconds = np.zeros(count, dtype=np.float64)
         columns = np.zeros((count if analyze else 1, self.width), dtype=np.int64)
-        limits = limits_of(None, deadline, 0)
-        self._k.batch(
-            self._table,
-            self._layout,
-            buf,
-            starts,
-            ends,
-            weak,
-            analyze,
-            strict,
-            limits,
-            out,
-            seconds,
-            columns,
-        )
+        limits = self._limits = limits_of(None, deadline, 0)
+        try:
+            self._k.batch(
+                self._table,
+                self._layout,
+                buf,
+                starts,
+                ends,
+                weak,
+                analyze,
+                strict,
+                limits,
+                out,
+                seconds,
+                columns,
+            )
+        finally:
+            self._limits = None
         return Batch(
             notations=notations,
             variant=self.variant,

@@ -139,7 +139,7 @@ class _Service:
             time.sleep(0.2)
         raise TimeoutError("plybot up not ready")
 
-    def live_workers(self) -> dict[str, dict]:
+    def live_workers(self) -> dict[str, dict[str, Any]]:
         import json
 
         alive = self.store.alive_workers()
@@ -151,7 +151,7 @@ class _Service:
                 found[name] = json.loads(raw)
         return found
 
-    def busy_workers(self) -> dict[str, dict]:
+    def busy_workers(self) -> dict[str, dict[str, Any]]:
         """Live workers running a job now (from ``plybot:running``): name -> info with ``job``."""
         workers = self.live_workers()
         busy = {}
@@ -194,7 +194,7 @@ class _Service:
             time.sleep(backoff.next())
         return None
 
-    def outcome(self, job_id: str) -> dict | None:
+    def outcome(self, job_id: str) -> dict[str, Any] | None:
         """The analysis as GET shows it once finished (a 404, its record evicted, as status
         ``evicted``); None while not finished (or on an error)."""
         try:
@@ -223,7 +223,7 @@ class _Service:
         return time.monotonic() - start
 
     @staticmethod
-    def count(result: PhaseResult, job_id: str, view: dict, expected: int | None) -> None:
+    def count(result: PhaseResult, job_id: str, view: dict[str, Any], expected: int | None) -> None:
         """Count a finished job (``view``, from :meth:`outcome`) into ``result``: done, and
         right if its score is ``expected`` (any score when ``None``); else a note, and lost
         if its record was evicted."""
@@ -276,7 +276,7 @@ def _phase_redis_killed(
 
 
 def _phase_worker_signal(
-    service: _Service, name: str, sig: int, quick: Positions, long: list
+    service: _Service, name: str, sig: int, quick: Positions, long: list[Any]
 ) -> PhaseResult:
     result = PhaseResult(name)
     jobs = service.submit_all(result, [*long, *quick])

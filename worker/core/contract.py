@@ -40,6 +40,7 @@ __all__ = [
     "JobState",
     "JobStatus",
     "KindName",
+    "Level",
     "Mode",
     "MoveRequest",
     "MoveResult",

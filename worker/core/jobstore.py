@@ -20,6 +20,7 @@ import logging
 import sys
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -343,16 +344,16 @@ class Started:
     job_id: str
     attempt: int
     kind: str
-    request: dict
+    request: dict[str, Any]
     enqueued_at: float | None
     dedupe: str = ""
 
 
-def job_state_from_hash(job_id: str, raw: dict) -> JobState | None:
+def job_state_from_hash(job_id: str, raw: Mapping[bytes | str, bytes | str]) -> JobState | None:
     """The :class:`JobState` stored in a ``plybot:job`` hash (``None`` if the hash is empty)."""
     if not raw:
         return None
-    fields: dict[str, str] = {(as_str(k)): (as_str(v)) for k, v in raw.items()}
+    fields = {as_str(k): as_str(v) for k, v in raw.items()}
     kind = KINDS[fields["kind"]]
 
     def number(name: str) -> float | None:

@@ -233,7 +233,7 @@ class CacheProbe:
         self.misses += len(found) - hits
         return found
 
-    def put_many(self, game: str, variant: str, items: Sequence[tuple[str, CacheEntry]]) -> None:
+    def put_many(self, _game: str, _variant: str, _items: Sequence[tuple[str, CacheEntry]]) -> None:
         return None
 
 

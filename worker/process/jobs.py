@@ -14,11 +14,13 @@ timeout for a depth search), so no request can keep a worker busy without bound.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.cache import PositionCache
 from engine.game import Game, has_exact_solver
@@ -37,6 +39,9 @@ from worker.core.jobstore import JobStore
 from worker.core.kinds import KINDS
 from worker.core.settings import Settings, get_settings
 from worker.process.backoff import is_transient
+
+if TYPE_CHECKING:
+    from engine.solver import Solver
 
 __all__ = [
     "JobCanceled",
@@ -288,12 +293,9 @@ def book_chunk_job(req: BookChunkRequest) -> BookChunkResult:
         _book_solver.clear()
         table_bytes = _settings().book_table_mb << 20
         solver = _book_solver[(width, height)] = Solver(width, height, table_bytes=table_bytes)
-    lines: list[BookLine] = []
-    waiting = _other_work_waiting()
-    for notation in req.notations:
-        lines += solve_chunk(solver, [notation])
-        if waiting is not None and waiting():
-            break
+    lines: list[BookLine]
+    with _giving_way(solver):
+        lines = solve_chunk(solver, req.notations)
     texts = [line.text() for line in lines]
     complete = len(texts) == len(req.notations)
     if connection is not None and current is not None:
@@ -312,6 +314,44 @@ def book_chunk_job(req: BookChunkRequest) -> BookChunkResult:
 
 def _worker_name() -> str:
     return current.worker if current is not None else ""
+
+
+#: How often a book chunk looks for a bot move or an analysis waiting (a Redis round trip).
+GIVE_WAY_POLL_S = 0.05
+
+
+@contextlib.contextmanager
+def _giving_way(solver: Solver) -> Iterator[None]:
+    """While the block runs, interrupt ``solver`` as soon as a bot move or an analysis waits.
+
+    A chunk never holds a worker that interactive work needs: the position in hand is
+    abandoned within about ``GIVE_WAY_POLL_S`` (its work is lost, the positions solved
+    before it are kept; the builder sends the rest again). The interrupt is repeated while
+    work waits, so one that comes before the compiled call starts is not lost. A Redis
+    error in the check is retried at the next poll; the chunk goes on meanwhile.
+    """
+    waiting = _other_work_waiting()
+    if waiting is None:
+        yield
+        return
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(GIVE_WAY_POLL_S):
+            try:
+                if waiting():
+                    solver.interrupt()
+            except Exception as exc:
+                if not is_transient(exc):
+                    raise
+
+    thread = threading.Thread(target=watch, name="book-chunk-gives-way", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
 
 
 def _other_work_waiting() -> Callable[[], bool] | None:
@@ -347,5 +387,9 @@ def warm_up(cache: PositionCache | None = None) -> float:
     for game, position in (("tictactoe", "5"), ("connect4", "4444")):
         analyze(new_game(game, position), mode="depth", depth=2)
     board = new_game("connect4", "4444445525")  # the compiled solver: load it, fill its table
-    analyze(board, mode="solve", solver=_solver(board, cache), deadline=time.monotonic() + 60)
+    solver = _solver(board, cache)
+    analyze(board, mode="solve", solver=solver, deadline=time.monotonic() + 60)
+    # The batch entry point too (book chunks): loaded inside a chunk, it could not give way
+    # to a bot move until it was (seconds, or a minute to compile on a loaded machine).
+    solver.solve_batch([board.notation()])
     return time.monotonic() - start

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import IO
+from typing import IO, Any
 
 import redis
 
@@ -105,13 +105,13 @@ class WorkerPool:
     def pid(self) -> int:
         return self.process.pid
 
-    def workers(self) -> dict[str, dict]:
+    def workers(self) -> dict[str, dict[str, Any]]:
         """Live workers of this pool: name -> info (``pid``, ``host``, ``queues``, ``job``)."""
         prefix = f".{self.process.pid}."
         (seconds, micros), beats = self.redis.time(), self.redis.hgetall(keys.HEARTBEATS)
         now = seconds * 1000 + micros // 1000
         lease_ms = self.lease_s * 1000
-        found: dict[str, dict] = {}
+        found: dict[str, dict[str, Any]] = {}
         for raw_name, raw in self.redis.hgetall(keys.WORKERS).items():
             name = str(raw_name)
             beat = beats.get(name)
@@ -119,7 +119,9 @@ class WorkerPool:
                 found[name] = json.loads(raw)
         return found
 
-    def wait_ready(self, count: int | None = None, timeout: float = 180.0) -> dict[str, dict]:
+    def wait_ready(
+        self, count: int | None = None, timeout: float = 180.0
+    ) -> dict[str, dict[str, Any]]:
         """Wait until ``count`` (default: all) workers are warm and listening."""
         want = self.count if count is None else count
         end = time.monotonic() + timeout

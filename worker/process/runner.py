@@ -153,7 +153,7 @@ def reap(store: JobStore, judge: bool = True) -> list[str]:
     return handled
 
 
-def _describe(started: Started, timeout: int, exc: BaseException) -> str:
+def _describe(timeout: int, exc: BaseException) -> str:
     """One line for the requester: what went wrong, never a traceback."""
     if isinstance(exc, jobs.JobCanceled | jobs.JobDropped | ValueError):
         return str(exc)
@@ -300,7 +300,7 @@ class Worker:
         _thread.interrupt_main(signal.SIGUSR1)  # raised in the job once it runs Python
         jobs.interrupt()  # and the compiled solver returns within milliseconds
 
-    def _on_interrupt(self, signum: int, frame: FrameType | None) -> None:
+    def _on_interrupt(self, _signum: int, _frame: FrameType | None) -> None:
         exc = self._interrupt
         if exc is not None and self._in_job:
             self._in_job = False  # raised once, and never outside the job function
@@ -308,7 +308,7 @@ class Worker:
 
     # -- signals ---------------------------------------------------------------------
 
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+    def _on_signal(self, _signum: int, _frame: FrameType | None) -> None:
         if self.stop_requested:  # second signal: leave now, the reaper requeues the job
             log.warning("cold shutdown: the job in hand goes back to the queue")
             self._stop_threads.set()
@@ -434,7 +434,7 @@ class Worker:
         except Exception as exc:
             if not isinstance(exc, jobs.JobCanceled | jobs.JobDropped | ValueError):
                 log.exception("job %s failed", job_id)
-            error = _describe(started, timeout, exc)
+            error = _describe(timeout, exc)
         finally:
             self.current = None
             jobs.current, context = None, jobs.current

@@ -84,7 +84,7 @@ class Supervisor:
         log.info("started worker %s (pid %d)", name, self.children[name].pid)
         return name
 
-    def _signal(self, signum: int, frame: FrameType | None) -> None:
+    def _signal(self, _signum: int, _frame: FrameType | None) -> None:
         self.stopping += 1
         if self.stopping == 1:
             log.info("stopping: workers finish the job in hand (signal again to stop now)")

@@ -67,7 +67,7 @@ def main(argv: list[str]) -> int:
 
     settings = get_settings()
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
+    def on_signal(_signum: int, _frame: FrameType | None) -> None:
         raise _Stop()
 
     signal.signal(signal.SIGINT, on_signal)

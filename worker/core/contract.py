@@ -100,6 +100,21 @@ class _PositionRequest(BaseModel):
         return new_game(self.game, self.position, self.variant)
 
 
+def _for_mode(
+    field: str, mode: str, value: int | None, limit: int, info: ValidationInfo, needs: str = ""
+) -> int | None:
+    """``value`` of ``field``, which mode ``mode`` needs (within ``limit``) and no other takes."""
+    given = info.data.get("mode")
+    if given == mode:
+        if value is None:
+            raise ValueError(f"mode '{mode}' needs {needs or field}")
+        if value > limit:
+            raise ValueError(f"{field} {value} is beyond the limit of {limit}")
+    elif value is not None and given is not None:
+        raise ValueError(f"{field} is only for mode '{mode}' (mode is '{given}')")
+    return value
+
+
 class AnalysisRequest(_PositionRequest):
     """Analyse a position: solve it exactly, search to a depth, or search for a time."""
 
@@ -115,30 +130,12 @@ class AnalysisRequest(_PositionRequest):
     @field_validator("depth", mode="after")
     @classmethod
     def _depth_for_mode(cls, depth: int | None, info: ValidationInfo) -> int | None:
-        mode = info.data.get("mode")
-        if mode == "depth":
-            if depth is None:
-                raise ValueError("mode 'depth' needs a depth")
-            limit = get_settings().max_depth
-            if depth > limit:
-                raise ValueError(f"depth {depth} is beyond the limit of {limit}")
-        elif depth is not None and mode is not None:
-            raise ValueError(f"depth is only for mode 'depth' (mode is '{mode}')")
-        return depth
+        return _for_mode("depth", "depth", depth, get_settings().max_depth, info, "a depth")
 
     @field_validator("time_ms", mode="after")
     @classmethod
     def _time_for_mode(cls, time_ms: int | None, info: ValidationInfo) -> int | None:
-        mode = info.data.get("mode")
-        if mode == "time":
-            if time_ms is None:
-                raise ValueError("mode 'time' needs time_ms")
-            limit = get_settings().max_time_ms
-            if time_ms > limit:
-                raise ValueError(f"time_ms {time_ms} is beyond the limit of {limit}")
-        elif time_ms is not None and mode is not None:
-            raise ValueError(f"time_ms is only for mode 'time' (mode is '{mode}')")
-        return time_ms
+        return _for_mode("time_ms", "time", time_ms, get_settings().max_time_ms, info)
 
     def dedupe_key(self) -> str:
         """Equal for identical requests: a digest of the validated request's canonical JSON."""

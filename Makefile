@@ -37,7 +37,7 @@ loadtest: $(STAMP) ## throughput and latency of the service, 1 vs 2 workers
 chaos: $(STAMP) ## faults against a real `plybot up` (Redis killed and full, workers killed and hung)
 	$(BIN)/plybot chaos
 
-lint: $(STAMP) ## ruff check, ruff format --check, mypy on engine/, worker/, api/ and bot/
+lint: $(STAMP) ## ruff check, ruff format --check, mypy --strict on engine/, worker/, api/ and bot/
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy

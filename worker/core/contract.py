@@ -16,6 +16,7 @@ the side to move; Connect Four 7x6 as in Pons' benchmark files).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -91,13 +92,22 @@ class _PositionRequest(BaseModel):
         if len(position) > limit:
             raise ValueError(f"position is {len(position)} moves long, beyond the limit of {limit}")
         if "game" in info.data and "variant" in info.data:
-            board = new_game(info.data["game"], position, info.data["variant"])  # names a bad move
-            require_ongoing(board)
+            require_ongoing(_parsed(info.data["game"], position, info.data["variant"]))
         return position
 
     def board(self) -> Game:
-        """The position as an engine ``Game`` (already validated)."""
-        return new_game(self.game, self.position, self.variant)
+        """The position as an engine ``Game`` (already validated): a copy of the one the
+        validation parsed, so each process parses a request's notation once."""
+        return _parsed(self.game, self.position, self.variant).copy()
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(game: str, position: str, variant: str) -> Game:
+    """The parsed position, shared: never handed out to be changed (``board()`` copies it).
+
+    Raises the parser's ``ValueError`` naming a bad move; errors are not cached.
+    """
+    return new_game(game, position, variant)
 
 
 def _for_mode(

@@ -49,7 +49,8 @@ from bot.service import DiscordGames, Notice, Update, notice
 from bot.settings import BotSettings
 from bot.strings import LANGUAGES, language, say
 from bot.views import COG_NAME, challenge_view, game_view
-from engine.game import Game
+from engine.game import Game, game_names
+from engine.vocabulary import Level  # discord.py offers its values as choices
 from worker.core.bot_moves import overdue_after_s
 from worker.core.games import BOT, GameSession
 
@@ -58,9 +59,9 @@ log = logging.getLogger(__name__)
 #: Longest a handler waits on Redis before its first answer (Discord allows 3 s).
 QUICK_S = 2.0
 
-Level = Literal["easy", "medium", "hard", "perfect"]
 First = Literal["me", "opponent", "random"]
-GameName = Literal["connect4", "tictactoe"]
+#: The games a command offers: the engine's registry.
+GAME_CHOICES = [app_commands.Choice(name=name, value=name) for name in game_names()]
 
 T = TypeVar("T")
 
@@ -234,10 +235,11 @@ class Games(commands.Cog, name=COG_NAME):
 
     @app_commands.command(name="analyze", description=_t("cmd_analyze"))
     @app_commands.describe(game=_t("opt_game"), position=_t("opt_position_analyze"))
+    @app_commands.choices(game=GAME_CHOICES)
     async def analyze(
         self,
         interaction: discord.Interaction[Any],
-        game: GameName,
+        game: str,
         position: app_commands.Range[str, 1, 64] = "",
     ) -> None:
         request = self.service.analysis_request(game, position)
@@ -320,9 +322,10 @@ class Games(commands.Cog, name=COG_NAME):
 
     @app_commands.command(name="leaderboard", description=_t("cmd_leaderboard"))
     @app_commands.describe(game=_t("opt_leaderboard_game"))
+    @app_commands.choices(game=GAME_CHOICES)
     @app_commands.guild_only()
     async def leaderboard(
-        self, interaction: discord.Interaction[Any], game: GameName = "connect4"
+        self, interaction: discord.Interaction[Any], game: str = "connect4"
     ) -> None:
         asked = self.service.leaderboard(str(interaction.guild_id), game)
         found = await self._quick(self._with_language(interaction, asked))

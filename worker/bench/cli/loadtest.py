@@ -23,6 +23,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from engine.vocabulary import MODES
+
 
 def _counts(text: str) -> list[int]:
     try:
@@ -63,7 +65,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--workers", type=_counts, default=[1, 2], help="worker counts, e.g. 1,2")
     parser.add_argument(
         "--mode",
-        choices=("solve", "depth", "time"),
+        choices=MODES,
         default="solve",
         help="solve (default: exact, checked against the set's scores), depth or time",
     )

@@ -258,17 +258,19 @@ def move_job(req: MoveRequest) -> MoveResult:
     )
 
 
-#: The process's solver for book chunks: a large table, no cache, no book (a book is the
-#: solver's own work), kept from chunk to chunk (neighbouring chunks share subtrees).
+#: The process's solver for book chunks, apart from the pool (:data:`engine.pool.solvers`) on
+#: purpose: a large table of its own budget (``book_table_mb``), no cache and no book (a book
+#: is the solver's own work), kept from chunk to chunk (neighbouring chunks share subtrees).
 _book_solver: dict[tuple[int, int], Any] = {}
 
 
 def book_chunk_job(req: BookChunkRequest) -> BookChunkResult:
     """Solve a chunk of a book layer.
 
-    Solves one position at a time and stops early (``complete`` False, the
-    lines so far) when a bot move or an analysis waits, so book work never
-    holds a worker from them for longer than one position. The lines are also
+    Solves the chunk in one compiled call, and stops early (``complete`` False,
+    the lines of the positions solved so far) as soon as a bot move or an
+    analysis waits (:func:`_giving_way`), so book work never holds a worker from
+    them. The lines are also
     kept in the build's results hash, so a builder that was not there to read
     the result finds them when it starts again.
     """

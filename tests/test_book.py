@@ -261,3 +261,50 @@ def test_uniform_positions_are_uniform_and_reproducible() -> None:
     deep = uniform_positions(16, 20, seed=1)
     assert [q.notation() for q in deep] == [q.notation() for q in uniform_positions(16, 20, seed=1)]
     assert all(q.ply == 16 and q.outcome() is None for q in deep)
+
+
+def test_a_partial_layer_is_added_to_the_book_beyond_its_complete_ply(
+    small_book: OpeningBook, tmp_path: Path
+) -> None:
+    from worker.process.cli.book import main as book_command
+
+    path = tmp_path / "5x4.book"
+    small_book.save(path)
+    solver = Solver(*SMALL, table_bytes=16 << 20)
+    deeper = [q.notation() for q in positions_at(9, *SMALL) if needs_search(q)][:40]
+    solved = solve_chunk(solver, deeper)
+    layer = tmp_path / "5x4-ply9.layer"
+    layer.write_text("# a partial ply-9 layer\n" + "".join(line.text() + "\n" for line in solved))
+
+    assert book_command(["add", str(layer), "--book", str(path), "--variant", "5x4"]) == 0
+    grown = OpeningBook.load(path)
+    assert grown.complete == 8  # still complete to ply 8 only: the layer is not
+    assert len(grown) == len(small_book) + len(deeper)
+    for line in solved:
+        position = Connect4.parse(line.moves, "5x4")
+        assert grown.lookup(position) == (line.score, line.best), line.moves
+    for position, score, best in small_book.positions():  # the book's own entries kept
+        assert grown.lookup(position) == (score, best)
+    # Again: nothing new, nothing lost.
+    assert book_command(["add", str(layer), "--book", str(path), "--variant", "5x4"]) == 0
+    assert len(OpeningBook.load(path)) == len(grown)
+
+
+def test_adding_a_layer_names_what_is_wrong(small_book: OpeningBook, tmp_path: Path) -> None:
+    path = tmp_path / "5x4.book"
+    small_book.save(path)
+    bad = tmp_path / "bad.layer"
+    bad.write_text("1234 9 8\n")
+    for argv, says in [
+        (["add", str(tmp_path / "none.layer"), "--book", str(path)], "no layer file there"),
+        (["add", str(bad), "--book", str(path)], "a 5x4 book, not 7x6"),
+        (["add", str(bad), "--book", str(path), "--variant", "5x4"], "'1234 9 8': column 8"),
+    ]:
+        done = subprocess.run(
+            [str(Path(sys.executable).with_name("plybot")), "book", *argv],
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 2, done.stderr
+        assert says in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr

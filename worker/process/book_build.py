@@ -175,7 +175,7 @@ class BookBuild:
         if self.book_path.is_file():
             old = OpeningBook.load(self.book_path)
             if old.variant == book.variant:
-                book = _merged(book, old)
+                book = merged(book, old)
         self.book_path.parent.mkdir(parents=True, exist_ok=True)
         book.save(self.book_path)
         return book
@@ -259,7 +259,7 @@ class BookBuild:
         return lost
 
 
-def _merged(new: OpeningBook, old: OpeningBook) -> OpeningBook:
+def merged(new: OpeningBook, old: OpeningBook) -> OpeningBook:
     """``new`` plus the entries of ``old`` it lacks (exact, beyond its complete ply)."""
     import numpy as np
 

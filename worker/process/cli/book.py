@@ -2,6 +2,7 @@
 
     plybot book build [--plies N] [--variant WxH] [--chunk-size C] [--layer PATH] [--out PATH]
     plybot book verify [--book PATH] [--sample N] [--seed S]
+    plybot book add LAYER [--book PATH] [--variant WxH]
 
 ``build`` sends the unsolved chunks of the layer at ply N to the ``book``
 queue (served by every ``plybot worker`` when no bot move or analysis waits;
@@ -13,6 +14,10 @@ layer is complete (see :mod:`worker.process.book_build`). Run it again to resume
 negamax of its children (a lookup each, the whole book), then solves a random
 sample again with fresh tables (the score, and that the best move keeps it).
 Exit 1 if anything disagrees.
+
+``add`` puts the solved positions of a layer file, complete or not, into the
+book as exact entries beyond its complete ply (entries it already has are
+kept), so a build spanning several sessions answers what it has solved so far.
 """
 
 from __future__ import annotations
@@ -48,13 +53,18 @@ def parser() -> ArgumentParser:
     v.add_argument("--book", type=Path, default=None, help="book file (default: the shipped one)")
     v.add_argument("--sample", type=int, default=20, help="positions to solve again (default 20)")
     v.add_argument("--seed", type=int, default=1, help="random seed of the sample (default 1)")
+    a = sub.add_parser("add", help="add a layer file's solved positions to the book")
+    a.add_argument("layer", type=Path, help="layer file (as `build` writes it; may be partial)")
+    a.add_argument("--book", type=Path, default=None, help="book file (default: the shipped one)")
+    a.add_argument("--variant", default="7x6", help="board WIDTHxHEIGHT (default 7x6)")
     return p
 
 
 def main(argv: list[str]) -> int:
     """Build or verify a book; see the module's doc."""
     args = parser().parse_args(argv)
-    return build(args) if args.action == "build" else verify(args)
+    actions = {"build": build, "verify": verify, "add": add}
+    return actions[str(args.action)](args)
 
 
 def build(args: argparse.Namespace) -> int:
@@ -167,6 +177,35 @@ def verify(args: argparse.Namespace) -> int:
         print(f"{position.notation() or '-'} {score} {best + 1}  {said}")
     print(f"{len(sample) - bad}/{len(sample)} re-solved agree", file=sys.stderr)
     return 1 if wrong or bad else 0
+
+
+def add(args: argparse.Namespace) -> int:
+    from engine import book
+    from engine.errors import PlybotError
+    from worker.process.book_build import merged
+
+    prog = "plybot book add"
+    path = args.book or book.SHIPPED_PATH
+    if not args.layer.is_file():
+        return fail(prog, f"{args.layer}: no layer file there")
+    if not path.is_file():
+        return fail(prog, f"{path}: no book there")
+    try:
+        opened = book.OpeningBook.load(path)
+        if opened.variant != args.variant:
+            return fail(prog, f"{path}: a {opened.variant} book, not {args.variant}")
+        lines = book.read(args.layer, args.variant)
+    except PlybotError as exc:
+        return fail(prog, str(exc))
+    layer = book.OpeningBook.from_lines(opened.width, opened.height, lines)
+    out = merged(opened, layer)
+    out.save(path)
+    print(
+        f"{len(out) - len(opened):,} entries added from {len(lines):,} layer lines: "
+        f"{len(out):,} entries, complete to ply {out.complete} ({path.stat().st_size:,} bytes)",
+        file=sys.stderr,
+    )
+    return 0
 
 
 def negamax(opened: OpeningBook, position: Connect4) -> int | None:

@@ -87,6 +87,10 @@ def test_workers_build_a_book_through_a_killed_builder_and_worker(
 
     pool.kill_worker(wait_for(book_job_worker))
 
+    # A line the killed builder had half written (its position is solved again).
+    with layer.open("a", encoding="ascii") as cut_short:
+        cut_short.write(plan[0].notations[0] + " -")
+
     # 3. The builder, run again, takes what was solved meanwhile and joins the jobs in flight.
     again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr

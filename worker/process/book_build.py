@@ -183,7 +183,16 @@ class BookBuild:
     # -- steps ----------------------------------------------------------------------
 
     def _layer_text(self) -> str:
-        return self.layer_path.read_text("ascii") if self.layer_path.is_file() else ""
+        """The layer file's whole lines. A last line without its newline is a write that a
+        kill cut short: it is cut off the file (its position is solved again)."""
+        if not self.layer_path.is_file():
+            return ""
+        text = self.layer_path.read_text("ascii")
+        whole = text[: text.rfind("\n") + 1]
+        if whole != text:
+            with self.layer_path.open("r+", encoding="ascii") as layer:
+                layer.truncate(len(whole))
+        return whole
 
     def _open_layer(self) -> TextIO:
         new = not self.layer_path.is_file()

@@ -702,7 +702,8 @@ def test_an_estimate_never_looks_like_a_result(browser: Browser, site: str) -> N
     # A column whose proven bounds met within the time is exact and shown so; every
     # other column reads as an estimate.
     proven = {int(c): lo for c, (lo, hi) in (result["bounds"] or {}).items() if lo == hi}
-    chips = chip_scores(browser)
+    # The result is kept before the board is drawn from it: wait for its chips.
+    chips = browser.wait(lambda _d: chip_scores(browser), message="no column scored on the board")
     assert set(proven) < set(chips), (proven, chips)  # something is only estimated
     for column, (score, words, kind) in chips.items():
         if column in proven:
@@ -763,9 +764,20 @@ def test_an_illegal_link_and_a_full_column_say_so(browser: Browser, site: str) -
         ),
         timeout=60,
     )
+    # Every text the alert shows, however briefly (a later state may replace it).
+    browser.js(
+        """
+        window.alerts = [];
+        const node = document.getElementById('play-alert');
+        new MutationObserver(() => window.alerts.push(node.textContent)).observe(
+          node, { subtree: true, childList: true, characterData: true });
+        """
+    )
     body.send_keys("5")
-    play_alert = browser.driver.find_element("id", "play-alert")
-    browser.wait(lambda _d: "Cell 5 is taken" in play_alert.text, message="no taken-cell message")
+    browser.wait(
+        lambda _d: any("Cell 5 is taken" in text for text in browser.js("return window.alerts")),
+        message="no taken-cell message",
+    )
     assert browser.errors() == []
 
 

@@ -12,7 +12,7 @@ Pascal Pons' algorithm, one concern per module:
 * :mod:`~engine.solver.run` -- the driver of one solve around the compiled steps;
 * :mod:`~engine.solver.cache_io` -- the book and the shared cache, read and written;
 * :mod:`~engine.solver.solver` -- :class:`Solver`, the façade;
-* :mod:`~engine.solver.pool` -- the process's solvers, one per board size, in a budget.
+* the process's solvers, one per board size within a budget, are :mod:`engine.pool`'s.
 
 Usage::
 

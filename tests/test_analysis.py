@@ -142,7 +142,7 @@ def test_connect4_solve_reports_progress_as_the_window_narrows() -> None:
 
 @pytest.mark.usefixtures("warm")
 def test_connect4_solve_never_overruns_its_deadline() -> None:
-    position = Connect4.parse("727212271")  # past the opening book: seconds of solving
+    position = Connect4.parse("5655723221")  # past the opening book: seconds of solving
     start = time.monotonic()
     analysis = analyze(position, mode="solve", deadline=start + 0.5, all_moves=True)
     assert time.monotonic() <= start + 0.5 + SLACK
@@ -272,7 +272,7 @@ def test_bounds_never_contradict_the_exact_values() -> None:
 @pytest.mark.usefixtures("warm")
 def test_an_unfinished_analysis_is_honest() -> None:
     # Past the opening book: seconds of solving (the example, "35", is in the book).
-    position = Connect4.parse("667564211")
+    position = Connect4.parse("7447442311")
     steps: list[Progress] = []
     start = time.monotonic()
     analysis = analyze(

@@ -170,7 +170,7 @@ def test_a_worker_host_dies_mid_job_and_the_other_host_finishes_it(
         wait_for(lambda: len(http.get("/v1/status").json()["workers"]) == 2)
         # Seconds of search (past the book: no instant answer): long enough to be killed
         # in, short enough to run again.
-        body = {"game": "connect4", "position": "666753332", "mode": "time", "time_ms": 4000}
+        body = {"game": "connect4", "position": "5333361116", "mode": "time", "time_ms": 4000}
         job = http.post("/v1/analyses", json=body).json()
 
         def running() -> dict | None:

@@ -60,7 +60,7 @@ def test_neighbourhood_reads_the_book_first_and_no_key_twice() -> None:
     book = shipped_book()
     assert book is not None
     cache = Counting()
-    root = Connect4.parse("4444445")  # ply 7: in the book; its children at ply 8 too
+    root = Connect4.parse("44444455")  # ply 8: in the book; some children at ply 9 too
     child = root.copy()
     child.push(0)
     already = {child.key(): Known(3, 3, EXACT_DEPTH, None)}  # read before, say
@@ -69,7 +69,7 @@ def test_neighbourhood_reads_the_book_first_and_no_key_twice() -> None:
     asked = cache.batches[0]
     assert root.key() not in asked
     assert child.key() not in asked
-    assert len(asked) == len(set(asked)) > 0  # grandchildren at ply 9: asked once each
+    assert len(asked) == len(set(asked)) > 0  # grandchildren at ply 10: asked once each
     assert seen.known[0] is not None
     assert seen.known[0].exact
     assert len(seen.positions) == len(seen.known)

@@ -652,7 +652,7 @@ def test_leaving_an_analysis_cancels_it_on_the_server(browser: Browser, site: st
     shows another position, and when the page is left (pagehide, keepalive): the worker
     is free again, and the analysis says it was cancelled."""
     wait_workers_idle(browser, site, 120, "the workers were busy before the test")
-    job = start_long_solve(browser, site, "761616116")
+    job = start_long_solve(browser, site, "6674413113")
     # Mid-solve: the headline counts time only, the chips say "…", nothing looks solved.
     browser.wait(lambda d: "Solving exactly" in d.find_element("id", "an-verdict").text)
     assert "depth" not in browser.driver.find_element("id", "an-verdict").text
@@ -670,13 +670,13 @@ def test_leaving_an_analysis_cancels_it_on_the_server(browser: Browser, site: st
     assert "cancel" in (analysis["error"] or "").lower()
     wait_analysed(browser)  # the new position is analysed as usual
 
-    job = start_long_solve(browser, site, "777765412")
+    job = start_long_solve(browser, site, "7677655115")
     browser.driver.find_element("id", "tab-play").click()  # the other view
     wait_job_stopped(browser, site, job, 10, "the worker was still busy after switching to Play")
     code, analysis = api_json(site, "GET", f"/v1/analyses/{job}")
     assert analysis["status"] == "failed", analysis
 
-    job = start_long_solve(browser, site, "117722661")
+    job = start_long_solve(browser, site, "7776366712")
     browser.driver.get("about:blank")  # the page goes away
     wait_job_stopped(browser, site, job, 10, "the worker was still busy after the page was left")
     code, analysis = api_json(site, "GET", f"/v1/analyses/{job}")
@@ -689,7 +689,7 @@ def test_an_estimate_never_looks_like_a_result(browser: Browser, site: str) -> N
     """A quick (time-limited) search of a position past the book: its figures read as estimates
     (neutral colour, "est."), nothing is outlined as best, "est." is explained, and the
     stats line is plain words (no nodes, cache or worker names)."""
-    open_page(browser, f"{site}/#/analyse/connect4/727212271")
+    open_page(browser, f"{site}/#/analyse/connect4/5655723221")
     Select(browser.driver.find_element("id", "an-mode")).select_by_value("time")
     result = browser.wait(
         lambda d: d.execute_script(

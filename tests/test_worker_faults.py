@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.redis, pytest.mark.service, pytest.mark.slow]
 
 LEASE_S = 2.0
 #: Exact solves of seconds each, past the opening book.
-LONG = {p: SLOW[p] for p in ("767277572", "677662521", "477377211")}
+LONG = {p: SLOW[p] for p in ("7737333613", "7777545512", "7555222261")}
 
 
 def wait_for(check: Callable[[], object], what: str, timeout: float = 120.0) -> object:

@@ -22,7 +22,7 @@ pytest_plugins = [
 @pytest.fixture(scope="session")
 def benchmarks_dir() -> Path:
     """The shared Connect Four benchmark sets; skips, saying why, where they are absent."""
-    from engine.bench import find_benchmarks
+    from engine.bench.sets import find_benchmarks
 
     found = find_benchmarks()
     if found is None:

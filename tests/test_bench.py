@@ -7,17 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.bench import (
-    SETS,
-    BenchmarkError,
-    find_benchmarks,
-    format_seconds,
-    load_set,
-    play_games,
-    run_set,
-    set_name,
-)
-from engine.cli.bench import main
+from engine.bench.cli import main
+from engine.bench.games import play_games
+from engine.bench.sets import SETS, BenchmarkError, find_benchmarks, load_set, set_name
+from engine.bench.solving import format_seconds, run_set
 from engine.solver import Solver
 
 # Scores checked against the real files (Test_L2_R1, Test_L2_R2); the third is wrong on purpose.

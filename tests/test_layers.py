@@ -3,9 +3,11 @@
     api/, bot/  ->  worker.core  ->  engine/
     worker.process  ->  worker.core  ->  engine/
     worker.bench  ->  worker.process, worker.core  ->  engine/
+    engine.bench  ->  engine/
 
 The front ends use the service core only (never the worker process nor the benchmarks);
-the core never imports the process; nothing imports the benchmarks.
+the core never imports the process; nothing imports the benchmarks (``worker.bench`` may read
+Pons' sets through ``engine.bench``).
 
 Read from the source (every ``import`` and ``from ... import`` statement, including
 those inside functions and relative ones), so a wrong arrow fails here even where it is
@@ -24,9 +26,11 @@ ROOT = Path(__file__).resolve().parent.parent
 #: What each layer may import of the project's own layers (besides itself).
 ALLOWED: dict[str, set[str]] = {
     "engine": set(),
+    # The engine's benchmarks: on top of the engine, which never imports them.
+    "engine.bench": {"engine"},
     "worker.core": {"engine"},
     "worker.process": {"worker.core", "engine"},
-    "worker.bench": {"worker.process", "worker.core", "engine"},
+    "worker.bench": {"worker.process", "worker.core", "engine", "engine.bench"},
     "api": {"worker.core", "engine"},
     "bot": {"worker.core", "engine"},
     # worker/__init__.py: the package's docstring only.
@@ -35,6 +39,7 @@ ALLOWED: dict[str, set[str]] = {
 #: Third-party packages a layer must not use: the engine knows no Redis, queue or web.
 FORBIDDEN = {
     "engine": {"redis", "rq", "fastapi", "discord", "httpx", "pydantic"},
+    "engine.bench": {"redis", "rq", "fastapi", "discord", "httpx", "pydantic"},
     "worker.core": {"fastapi", "discord"},
     "worker.process": {"fastapi", "discord"},
     "worker.bench": {"fastapi", "discord"},
@@ -126,6 +131,9 @@ def test_every_worker_module_is_in_a_subpackage() -> None:
         ("worker/core/x.py", "from api.settings import ApiSettings\n", "api"),
         ("engine/x.py", "import worker.core.keys\n", "worker.core"),
         ("engine/x.py", "import redis.asyncio\n", "redis"),
+        # the engine or a front end reaching into the engine's benchmarks
+        ("engine/x.py", "from engine.bench.sets import load_set\n", "engine.bench"),
+        ("api/x.py", "from engine.bench import solving\n", "engine.bench"),
     ],
 )
 def test_the_check_sees_a_wrong_arrow(tmp_path: Path, module: str, source: str, wrong: str) -> None:
@@ -144,6 +152,8 @@ def test_the_check_sees_a_wrong_arrow(tmp_path: Path, module: str, source: str, 
         ("api/x.py", "from worker.core.client import JobClient\nimport engine.game\n"),
         ("worker/process/x.py", "from worker.core import keys\nfrom . import jobs\n"),
         ("worker/bench/x.py", "from worker.process.processes import WorkerPool\n"),
+        ("worker/bench/x.py", "from engine.bench.sets import load_set\n"),
+        ("engine/bench/x.py", "from engine.solver import Solver\nfrom . import sets\n"),
         ("worker/core/x.py", "from .contract import AnalysisRequest\nimport pydantic\n"),
     ],
 )

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.bench import load_set
+from engine.bench.sets import load_set
 from engine.cli.solve import main
 
 

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from engine.bench import load_set
+from engine.bench.sets import load_set
 from engine.cache import EXACT_DEPTH, CacheEntry, MemoryCache
 from engine.connect4 import Connect4
 from engine.errors import GameOverError, IllegalMoveError, NotationError

@@ -164,7 +164,7 @@ def site(api_server: ApiServer, workers: object) -> str:  # noqa: ARG001 (reques
 @pytest.fixture(scope="module")
 def benchmark_position(benchmarks_dir: Path) -> tuple[str, int]:  # noqa: ARG001 (requested for its effect)
     """A middle-game benchmark position with at least five playable columns."""
-    from engine.bench import load_set
+    from engine.bench.sets import load_set
 
     for notation, score in load_set("Test_L2_R1", limit=50):
         if len(Connect4.parse(notation).legal_moves()) >= 5:

@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None, help="pick positions reproducibly")
     args = parser.parse_args(argv)
 
-    from engine.bench import find_benchmarks
+    from engine.bench.sets import find_benchmarks
 
     found = find_benchmarks()
     if found is None or not (Path(found) / args.set).is_file():

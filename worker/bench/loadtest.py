@@ -51,9 +51,9 @@ PROBE_GAP_S = 0.02
 
 
 def load_positions(name: str, limit: int | None = None) -> list[tuple[str, int]]:
-    """(notation, exact score) pairs of a benchmark set (``engine.bench`` when present)."""
+    """(notation, exact score) pairs of a benchmark set (``engine.bench.sets`` when present)."""
     try:
-        from engine.bench import load_set
+        from engine.bench.sets import load_set
     except ImportError:  # the engine's benchmark module is optional here
         pass
     else:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, TextIO
 from engine.cli.analyze import ArgumentParser, fail
 
 if TYPE_CHECKING:
-    from engine.bench import SetReport
+    from engine.bench.solving import SetReport
 
 
 def parser() -> ArgumentParser:
@@ -87,15 +87,8 @@ class ProgressBar:
 def main(argv: list[str]) -> int:
     """Run the benchmark sets; see the module's doc."""
     args = parser().parse_args(argv)
-    from engine.bench import (
-        DEFAULT_LIMITS,
-        SETS,
-        BenchmarkError,
-        find_benchmarks,
-        format_table,
-        run_set,
-        set_name,
-    )
+    from engine.bench.sets import SETS, BenchmarkError, find_benchmarks, set_name
+    from engine.bench.solving import DEFAULT_LIMITS, format_table, run_set
 
     if args.games is not None:
         return _games(args.games, args.opponent, args.move_ms, args.start_ply)
@@ -141,7 +134,7 @@ def main(argv: list[str]) -> int:
 
 
 def _games(games: int, opponent: str, move_ms: int, start_ply: int) -> int:
-    from engine.bench import RANDOM, format_games, play_games
+    from engine.bench.games import RANDOM, format_games, play_games
     from engine.errors import PlybotError
     from engine.levels import get_level
 

@@ -46,7 +46,15 @@ def main(argv: list[str]) -> int:
     if verdict.level == "warn":
         print(f"plybot serve: warning: {verdict.message}", file=sys.stderr, flush=True)
 
+    import copy
+
     import uvicorn
+    from uvicorn.config import LOGGING_CONFIG
+
+    # uvicorn's logging, plus the API's own loggers (``plybot.api``...): without a handler of
+    # their own their INFO lines (a slow client cut off, callbacks paused) would be dropped.
+    log_config = copy.deepcopy(LOGGING_CONFIG)
+    log_config["loggers"]["plybot"] = {"handlers": ["default"], "level": args.log_level.upper()}
 
     uvicorn.run(
         "api.main:create_app",
@@ -55,6 +63,7 @@ def main(argv: list[str]) -> int:
         port=args.port,
         workers=args.workers,
         log_level=args.log_level,
+        log_config=log_config,
         # The body limit is the app's; read timeouts are the protocol's (api.server), so a
         # client that never finishes its request is cut off. Idle connections outlive the
         # clients' own keep-alive, so that the client, not the server, closes them.

@@ -60,7 +60,8 @@ def own_redis() -> Iterator[RedisServer]:
 
 @pytest.fixture(scope="module")
 def server(own_redis: RedisServer) -> Iterator[ApiServer]:
-    with api_server_on(own_redis.url, env=GUARDED) as api:
+    # At "info", so that the server's own lines (a slow client cut off) can be read.
+    with api_server_on(own_redis.url, env=GUARDED, log_level="info") as api:
         yield api
 
 
@@ -295,6 +296,19 @@ def test_slow_clients_are_cut_off_and_others_are_served(server: ApiServer, key: 
             if i % 2:
                 assert answer.startswith(b"HTTP/1.1 408 "), answer
                 assert b"request headers not received within 1 s" in answer
+        # ... and says so in its log, each by its reason (the connections are closed, so the
+        # lines are written; a deadline only as a safety net for the pipe to the file).
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            log = server.log(tail=10**7)
+            said = {
+                why: log.count(f"did not send its {why} in time") for why in ("headers", "body")
+            }
+            if said["headers"] >= 50 and said["body"] >= 50:
+                break
+            time.sleep(0.05)
+        assert said["headers"] >= 50, said
+        assert said["body"] >= 50, said
     finally:
         for sock in slow:
             sock.close()

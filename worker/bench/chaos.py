@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -385,10 +386,22 @@ async def mixed_load(
                 except httpx.HTTPError as exc:
                     statuses[0] += 1
                     if errors is not None:
-                        errors[f"{type(exc).__name__}: {exc}"[:120]] += 1
+                        errors[_what_failed(exc)] += 1
 
         await asyncio.gather(*(lane(i) for i in range(lanes)))
     return statuses
+
+
+def _what_failed(exc: httpx.HTTPError) -> str:
+    """``ReadError on GET /v1/analyses/{id}/events: ...``: the error and the request it ended,
+    job and game ids left out so that like failures count together."""
+    try:
+        request = (
+            f" on {exc.request.method} {re.sub(r'/[0-9a-f]{16,}', '/{id}', exc.request.url.path)}"
+        )
+    except RuntimeError:  # an error raised before its request was built
+        request = ""
+    return f"{type(exc).__name__}{request}: {exc}"[:160]
 
 
 async def _one_round(

@@ -8,10 +8,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 import redis
@@ -20,6 +17,7 @@ from engine.book import OpeningBook, parse
 from engine.connect4 import Connect4
 from engine.layer import chunks, positions_at
 from engine.solver import Solver
+from tests.fixtures.waiting import wait_for
 from worker.core import keys
 from worker.core.client import JobClient
 from worker.core.contract import BookChunkRequest, MoveRequest
@@ -28,19 +26,7 @@ from worker.core.jobstore import JobStore
 pytestmark = [pytest.mark.redis, pytest.mark.service]
 
 PLYBOT = str(Path(sys.executable).with_name("plybot"))
-T = TypeVar("T")
 SMALL_TABLE = {"PLYBOT_BOOK_TABLE_MB": "64"}
-
-
-def wait_for(what: Callable[[], T], timeout: float = 120.0) -> T:
-    """``what()`` once it is truthy (a state, polled), else fail after ``timeout`` s."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        value = what()
-        if value:
-            return value
-        time.sleep(0.01)
-    raise TimeoutError(f"not reached within {timeout} s: {what}")
 
 
 def reference(width: int, height: int, plies: int) -> dict[str, int]:

@@ -16,15 +16,14 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TypeVar
 
 import httpx
 import pytest
 
+from tests.fixtures.waiting import wait_for
 from worker.process.redis_server import find_redis_server
 
 pytestmark = [pytest.mark.redis, pytest.mark.service, pytest.mark.slow]
@@ -33,24 +32,12 @@ PLYBOT = str(Path(sys.executable).with_name("plybot"))
 SUBNET = "10.213.45"  # only inside the namespaces this test makes
 HOSTS = {"redis": 1, "api": 2, "w1": 3, "w2": 4}
 ME = 254  # the test's own address on the bridge
-T = TypeVar("T")
+#: Errors that mean "the service is not back yet" while waiting for it.
+REACHING = (httpx.HTTPError, OSError)
 
 
 def sh(*args: str) -> None:
     subprocess.run(args, check=True, capture_output=True, text=True)
-
-
-def wait_for(what: Callable[[], T], timeout: float = 120.0) -> T:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        try:
-            value = what()
-        except (httpx.HTTPError, OSError):
-            value = None  # type: ignore[assignment]
-        if value:
-            return value
-        time.sleep(0.05)
-    raise TimeoutError(f"not reached within {timeout} s: {what}")
 
 
 class Network:
@@ -167,7 +154,7 @@ def test_a_worker_host_dies_mid_job_and_the_other_host_finishes_it(
     }
     base = f"http://{api_host}:8080"
     with httpx.Client(base_url=base, timeout=10) as http:
-        wait_for(lambda: len(http.get("/v1/status").json()["workers"]) == 2)
+        wait_for(lambda: len(http.get("/v1/status").json()["workers"]) == 2, ignore=REACHING)
         # Seconds of search (past the book: no instant answer): long enough to be killed
         # in, short enough to run again.
         body = {"game": "connect4", "position": "5333361116", "mode": "time", "time_ms": 4000}
@@ -177,13 +164,13 @@ def test_a_worker_host_dies_mid_job_and_the_other_host_finishes_it(
             state = http.get(f"/v1/analyses/{job['id']}").json()
             return state if state["status"] == "running" and state["progress"] else None
 
-        wait_for(running)
+        wait_for(running, ignore=REACHING)
 
         def runner() -> dict | None:  # the worker running it, as /v1/status lists it
             found = [w for w in http.get("/v1/status").json()["workers"] if w["job"] == job["id"]]
             return found[0] if found else None
 
-        first = wait_for(runner)
+        first = wait_for(runner, ignore=REACHING)
         doomed = next(h for h in workers if first["pid"] in network.pids(h))
         names = {h: [] for h in workers}  # type: dict[str, list[str]]
         for w in http.get("/v1/status").json()["workers"]:
@@ -194,7 +181,7 @@ def test_a_worker_host_dies_mid_job_and_the_other_host_finishes_it(
             state = http.get(f"/v1/analyses/{job['id']}", params={"wait": 5}).json()
             return state if state["status"] in ("done", "failed") else None
 
-        final = wait_for(finished, timeout=120)
+        final = wait_for(finished, timeout=120, ignore=REACHING)
     assert final["status"] == "done", final
     assert final["attempts"] == 2
     survivor = next(h for h in workers if h != doomed)

@@ -19,6 +19,7 @@ import pytest
 import redis
 
 from tests.fixtures.positions import SLOW
+from tests.fixtures.waiting import wait_for
 from worker.core import keys
 from worker.core.contract import AnalysisRequest, JobState, MoveRequest
 from worker.core.jobstore import JobStore
@@ -31,17 +32,6 @@ pytestmark = [pytest.mark.redis, pytest.mark.service, pytest.mark.slow]
 LEASE_S = 2.0
 #: Exact solves of seconds each, past the opening book.
 LONG = {p: SLOW[p] for p in ("7737333613", "7777545512", "7555222261")}
-
-
-def wait_for(check: Callable[[], object], what: str, timeout: float = 120.0) -> object:
-    """Poll ``check`` until it returns something true; that value."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise TimeoutError(f"not reached in {timeout:g} s: {what}")
 
 
 def benchmark(path: Path, count: int) -> dict[str, int]:

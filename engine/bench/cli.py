@@ -22,7 +22,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, TextIO
 
-from engine.cli.analyze import ArgumentParser, fail
+from engine.cli.analyze import ArgumentParser, add_table_mb, fail
 
 if TYPE_CHECKING:
     from engine.bench.solving import SetReport
@@ -40,13 +40,7 @@ def parser() -> ArgumentParser:
         help="all six sets (Test_L1_R3: first 100 positions unless --limit)",
     )
     p.add_argument("--limit", type=int, metavar="N", help="first N positions of each set")
-    p.add_argument(
-        "--table-mb",
-        type=int,
-        default=64,
-        metavar="MB",
-        help="transposition table size (default 64)",
-    )
+    add_table_mb(p)
     p.add_argument("--games", type=int, metavar="N", help="play perfect against --opponent")
     p.add_argument(
         "--opponent", default="easy", help="a level, or 'random', that perfect plays (default easy)"
@@ -87,7 +81,7 @@ class ProgressBar:
 def main(argv: list[str]) -> int:
     """Run the benchmark sets; see the module's doc."""
     args = parser().parse_args(argv)
-    from engine.bench.sets import SETS, BenchmarkError, find_benchmarks, set_name
+    from engine.bench.sets import SETS, BenchmarkError, require_benchmarks, set_name
     from engine.bench.solving import DEFAULT_LIMITS, format_table, run_set
 
     if args.games is not None:
@@ -102,12 +96,10 @@ def main(argv: list[str]) -> int:
         return fail("plybot bench", str(exc))
     if not names:
         names = list(SETS) if args.all else [s for s in SETS if s not in DEFAULT_LIMITS]
-    if find_benchmarks() is None:
-        return fail(
-            "plybot bench",
-            "Pons' benchmark sets not found: set PLYBOT_BENCHMARKS or "
-            "put ../shared/benchmarks/connect4 beside the checkout",
-        )
+    try:
+        require_benchmarks()
+    except BenchmarkError as exc:
+        return fail("plybot bench", str(exc))
 
     from engine.solver import Solver
 

@@ -44,16 +44,21 @@ def set_name(text: str) -> str:
     raise BenchmarkError(f"'{text}': unknown benchmark set (known: {', '.join(SETS)})")
 
 
-def load_set(name: str, limit: int | None = None) -> list[tuple[str, int]]:
-    """The first ``limit`` (default: all) ``(moves, score)`` lines of set ``name``."""
-    name = set_name(name)
+def require_benchmarks() -> Path:
+    """The sets' folder (:func:`find_benchmarks`); ``BenchmarkError`` saying where to put it."""
     folder = find_benchmarks()
     if folder is None:
         raise BenchmarkError(
             "Pons' benchmark sets not found: set PLYBOT_BENCHMARKS or put "
             "../shared/benchmarks/connect4 beside the checkout"
         )
-    path = folder / name
+    return folder
+
+
+def load_set(name: str, limit: int | None = None) -> list[tuple[str, int]]:
+    """The first ``limit`` (default: all) ``(moves, score)`` lines of set ``name``."""
+    name = set_name(name)
+    path = require_benchmarks() / name
     items: list[tuple[str, int]] = []
     with path.open(encoding="ascii") as lines:
         for number, line in enumerate(lines, 1):

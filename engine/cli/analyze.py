@@ -33,6 +33,18 @@ def fail(prog: str, message: str) -> int:
     return 2
 
 
+def add_table_mb(p: argparse.ArgumentParser) -> None:
+    """``--table-mb MB``: the solver's transposition table (default 64); the command checks
+    that it is positive."""
+    p.add_argument(
+        "--table-mb",
+        type=int,
+        default=64,
+        metavar="MB",
+        help="transposition table size (default 64)",
+    )
+
+
 def parser() -> ArgumentParser:
     p = ArgumentParser(
         prog="plybot analyze",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 
-from engine.cli.analyze import ArgumentParser, fail
+from engine.cli.analyze import ArgumentParser, add_table_mb, fail
 
 
 def parser() -> ArgumentParser:
@@ -34,13 +34,7 @@ def parser() -> ArgumentParser:
         "--analyze", action="store_true", help="append every column's score ('x' for a full column)"
     )
     p.add_argument("--variant", default="7x6", help="board WIDTHxHEIGHT (default 7x6)")
-    p.add_argument(
-        "--table-mb",
-        type=int,
-        default=64,
-        metavar="MB",
-        help="transposition table size (default 64)",
-    )
+    add_table_mb(p)
     return p
 
 

@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help venv up test test-fast bench loadtest chaos lint format lock clean
+.PHONY: help venv tools up test test-fast bench loadtest chaos lint format lock clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -18,10 +18,20 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## create or refresh .venv with plybot installed
 
+TOOLS := .tools
+DASHBOARD := $(TOOLS)/rq-dashboard/bin/rq-dashboard
+
+$(DASHBOARD):
+	@test -x $(TOOLS)/rq-dashboard/bin/python || $(PYTHON) -m venv $(TOOLS)/rq-dashboard
+	$(TOOLS)/rq-dashboard/bin/python -m pip install -q 'rq-dashboard==0.9.0' 'rq==3.0.0' six \
+	    || echo "make tools: could not install rq-dashboard; its test says so"
+
+tools: $(DASHBOARD) ## operators' tools the tests drive, each in a virtualenv of its own (rq-dashboard)
+
 up: $(STAMP) ## run the whole service (Redis, API on :8000, workers)
 	$(BIN)/plybot up
 
-test: $(STAMP) ## run the whole test suite (two processes; the serial tests alone after)
+test: $(STAMP) tools ## run the whole test suite (two processes; the serial tests alone after)
 	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not serial"
 	$(BIN)/python -m pytest -m serial
 
@@ -53,5 +63,5 @@ lock: $(STAMP) ## pin the image's dependencies with hashes (requirements.lock) f
 	mv requirements.lock.new requirements.lock
 
 clean: ## remove the venv and caches
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

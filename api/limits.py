@@ -24,6 +24,8 @@ from redis.asyncio import Redis
 
 from api.settings import ApiSettings
 from worker.core import keys
+from worker.core.jobstore import queue_key
+from worker.core.kinds import KINDS
 
 #: Redis connections kept for short commands beside the held ones (streams, long
 #: polls, callback waits): any number of requests share them, each for a round trip.
@@ -119,8 +121,8 @@ for i = 1, #held, 2 do
   if string.sub(id, 1, 8) == 'reserve:' then
     gone = tonumber(held[i + 1]) < now - tonumber(ARGV[5])
   else
-    local status = redis.call('HGET', ARGV[4] .. id, 'status')
-    gone = (not status) or status == 'done' or status == 'failed'
+    -- plybot's record of the job: gone (expired), or marked ended when its end was told
+    gone = redis.call('EXISTS', ARGV[4] .. id) == 0 or redis.call('HEXISTS', ARGV[4] .. id, 'ended') == 1
   end
   if gone then redis.call('ZREM', KEYS[1], id) end
 end
@@ -162,7 +164,7 @@ class QueuedWork:
         """Admit one analysis of ``client``, or raise 503 (the queue is full) or 429 (the
         client has its share queued). Yields a callable to record the job's id; the
         place is given back if none is recorded."""
-        waiting = int(await self.redis.llen(keys.rq_queue("analysis")))
+        waiting = int(await self.redis.llen(queue_key(KINDS["analysis"].queue)))
         if waiting >= self.total:
             raise HTTPException(
                 503,

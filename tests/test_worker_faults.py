@@ -1,5 +1,5 @@
-"""Workers under faults: a Redis outage, a hung worker, leases and eviction, cancels,
-bot moves behind analyses, memory per board size, secrets on command lines.
+"""Workers under faults: a Redis outage, a hung worker, leases, cancels, bot moves behind
+analyses, memory per board size, secrets on command lines.
 
 Every test runs real worker processes (``plybot worker``) against a real
 ``redis-server`` and waits for states, never for durations; tests on the shared
@@ -20,7 +20,6 @@ import redis
 
 from tests.fixtures.positions import SLOW
 from tests.fixtures.waiting import wait_for
-from worker.core import keys
 from worker.core.contract import AnalysisRequest, JobState, MoveRequest
 from worker.core.jobstore import JobStore
 from worker.core.settings import get_settings
@@ -104,7 +103,7 @@ def test_a_redis_outage_is_ridden_out_and_costs_no_attempt(
     pool.wait_ready()
     store = store_for(url)
     expected = dict(list(LONG.items())[:2]) | benchmark(benchmarks_dir / "Test_L1_R2", 6)
-    ids = {store.submit(solve(p)): p for p in expected}
+    ids = {store.submit(solve(p)).id: p for p in expected}
     long_ids = [i for i, p in ids.items() if p in LONG]
     for job_id in long_ids:  # a job in hand on each worker
         wait_for(lambda j=job_id: running(store, j), f"{job_id} running")
@@ -144,7 +143,7 @@ def test_a_hung_worker_loses_its_job_to_a_live_one(
     pool.wait_ready()
     store = store_for(url)
     position, score = next(iter(LONG.items()))
-    job_id = store.submit(solve(position))
+    job_id = store.submit(solve(position)).id
     first = wait_for(lambda: running(store, job_id), "running")
     assert isinstance(first, JobState)
     assert first.worker
@@ -165,68 +164,31 @@ def test_a_hung_worker_loses_its_job_to_a_live_one(
         assert done.result.score == score
     finally:
         os.kill(pid, signal.SIGCONT)
-    # Woken up, the hung worker cannot answer the job again, and serves on.
+    # Woken up, the hung worker cannot answer the job again (it was the other run's),
+    # and serves on.
     pool.wait_ready(2)
-    assert state(store, job_id).worker == second.worker
-
-
-def test_nothing_a_running_job_needs_can_be_evicted(
-    own_redis: RedisServer, pools: list[WorkerPool]
-) -> None:
-    url = own_redis.url
-    pool = start_pool(pools, url, 1)
-    pool.wait_ready()
-    store = store_for(url)
-    job_id = store.submit(solve(next(iter(LONG))))
-    wait_for(lambda: running(store, job_id), "running")
-    conn = store.redis
-    needed = [
-        keys.job(job_id),
-        f"rq:job:{job_id}",
-        keys.RUNNING,
-        keys.HEARTBEATS,
-        keys.WORKERS,
-        keys.STATS,
-    ]
-    # volatile-lru evicts only keys with a TTL: none of these has one.
-    assert {key: conn.ttl(key) for key in needed} == dict.fromkeys(needed, -1)
-    assert conn.type(keys.HEARTBEATS) == b"hash"
-    assert not conn.keys("plybot:alive:*")
-    store.cancel(job_id)
-    # Finished (here: canceled), its records keep no TTL either, so a full Redis cannot
-    # evict a result its client has not read; the retention set says when they go.
-    wait_for(lambda: finished(store, job_id), "canceled")
-    kept = [keys.job(job_id), f"rq:job:{job_id}"]
-    assert {key: conn.ttl(key) for key in kept} == dict.fromkeys(kept, -1)
-    due = conn.zscore(keys.RETAINED, job_id)
-    ended = state(store, job_id).ended_at
-    assert due is not None
-    assert ended is not None
-    assert due == pytest.approx(ended + store.settings.result_ttl_s, abs=1)
-    assert store.forget_expired(now=due - 1) == 0
-    assert conn.exists(*kept) == 2
-    assert store.forget_expired(now=due + 1) == 1  # what every worker's reaper does
-    assert conn.exists(*kept, keys.progress(job_id)) == 0
-    assert conn.zscore(keys.RETAINED, job_id) is None
+    again = state(store, job_id)
+    assert again.worker == second.worker
+    assert again.status == "done"
 
 
 @pytest.mark.usefixtures("clean_redis")
-def test_a_running_analysis_stops_within_a_second_of_its_cancel(
+def test_a_running_analysis_stops_at_its_cancel_and_its_worker_serves_on(
     redis_url: str, worker_pool: Callable[..., WorkerPool]
 ) -> None:
-    worker_pool(1)
+    pool = worker_pool(1)
     store = store_for(redis_url)
-    job_id = store.submit(solve(next(iter(LONG))))
+    job_id = store.submit(solve(next(iter(LONG)))).id
     wait_for(lambda: running(store, job_id), "running")
     asked = time.monotonic()
     assert store.withdraw(job_id) == "stopping"
-    done = wait_for(lambda: finished(store, job_id), "stopped", timeout=30)
-    took = time.monotonic() - asked
+    done = wait_for(lambda: finished(store, job_id), "stopped", timeout=60)
     assert isinstance(done, JobState)
     assert done.status == "failed"
     assert done.error == "canceled by the requester"
-    print(f"cancel to stop: {took * 1000:.0f} ms")
-    assert took < 1.0, f"stopped {took:.2f} s after the cancel"
+    # The worker is free again: nobody's job runs there any more.
+    wait_for(lambda: all(not w.get("job") for w in pool.workers().values()), "worker free")
+    print(f"cancel to stop: {(time.monotonic() - asked) * 1000:.0f} ms")
 
 
 @pytest.mark.serial
@@ -236,7 +198,7 @@ def test_bot_moves_do_not_wait_behind_analyses(
 ) -> None:
     worker_pool(2)
     store = store_for(redis_url)
-    analyses = {store.submit(solve(p)): s for p, s in LONG.items()}
+    analyses = {store.submit(solve(p)).id: s for p, s in LONG.items()}
     wait_for(
         lambda: sum(state(store, j).status == "running" for j in analyses) == 2,
         "every worker busy on an analysis",
@@ -244,7 +206,7 @@ def test_bot_moves_do_not_wait_behind_analyses(
     waits = []
     for position in ("1", "12", "123", "1234", "4"):
         asked = time.monotonic()
-        move = store.submit(MoveRequest(game="tictactoe", position=position, level="hard"))
+        move = store.submit(MoveRequest(game="tictactoe", position=position, level="hard")).id
         done = wait_for(lambda m=move: finished(store, m), "the bot's move", timeout=30)
         waits.append(time.monotonic() - asked)
         assert isinstance(done, JobState), done
@@ -275,11 +237,11 @@ def test_solver_tables_stay_within_the_worker_budget(
     store = store_for(redis_url)
     for variant in sizes:
         request = AnalysisRequest(game="connect4", variant=variant, position="1", mode="solve")
-        job_id = store.submit(request)
+        job_id = store.submit(request).id
         done = wait_for(lambda j=job_id: finished(store, j), f"{variant} solved")
         assert isinstance(done, JobState), done.error
         assert done.status == "done", done.error
-        info = _fresh_info(clean_redis, name)
+        info = _fresh_info(pool, name)
         assert 0 < info["table_bytes"] <= budget_mb << 20, (variant, info)
     print(
         f"tables {info['table_bytes'] >> 20} MB, rss {first['rss'] >> 20} -> {info['rss'] >> 20} MB"
@@ -299,7 +261,7 @@ def test_a_worker_past_its_memory_budget_makes_way_for_a_fresh_one(
     served_by = []
     for position in ["4", "44"]:
         request = AnalysisRequest(game="connect4", position=position, mode="solve")
-        job_id = store.submit(request)
+        job_id = store.submit(request).id
         done = wait_for(lambda j=job_id: finished(store, j), f"{position} solved")
         assert isinstance(done, JobState), done.error
         assert done.status == "done", done.error
@@ -312,15 +274,12 @@ def test_a_worker_past_its_memory_budget_makes_way_for_a_fresh_one(
     os.kill(pool.pid, 0)  # the supervisor runs on (this raises if it exited)
 
 
-def _fresh_info(conn: redis.Redis, name: str) -> dict:
-    """The worker's info from a heartbeat after now (two beats: one may be in flight)."""
-    import json
-
-    beats = []
-    while len(set(beats)) < 3:
-        beats.append(int(conn.hget(keys.HEARTBEATS, name) or 0))
-        time.sleep(0.05)
-    return json.loads(conn.hget(keys.WORKERS, name) or "{}")
+def _fresh_info(pool: WorkerPool, name: str) -> dict:
+    """The worker's info as renewed after now (its housekeeping renews it every beat)."""
+    asked = time.time()
+    info = wait_for(lambda: (i := pool.workers().get(name)) and i["at"] > asked and i, "a beat")
+    assert isinstance(info, dict)
+    return info
 
 
 def _compile(variants: set[str]) -> None:
@@ -348,77 +307,3 @@ def test_the_redis_password_is_on_no_command_line(tmp_path: Path, pools: list[Wo
         pool.stop()
     finally:
         server.close()
-
-
-def test_rq_tools_see_the_workers_and_the_jobs_they_run(
-    clean_redis: redis.Redis, redis_url: str, worker_pool: Callable[..., WorkerPool]
-) -> None:
-    import subprocess
-    import sys
-
-    from rq import Queue, Worker
-    from rq.registry import FailedJobRegistry, FinishedJobRegistry, StartedJobRegistry
-
-    pool = worker_pool(2)
-    store = store_for(redis_url)
-    analyses = [store.submit(solve(p)) for p in list(LONG)[:2]]
-    wait_for(lambda: all(state(store, j).status == "running" for j in analyses), "both running")
-    names = set(pool.workers())
-    assert {w.name for w in Worker.all(connection=clean_redis)} == names
-    busy = {w.name: w.get_current_job_id() for w in Worker.all(connection=clean_redis)}
-    assert set(busy.values()) == set(analyses)
-    queue = Queue("analysis", connection=clean_redis)
-    assert set(StartedJobRegistry(queue=queue).get_job_ids()) == set(analyses)
-    rq = os.path.join(os.path.dirname(sys.executable), "rq")
-    shown = subprocess.run(
-        [rq, "info", "--url", redis_url], capture_output=True, text=True, check=True
-    ).stdout
-    print(shown)
-    assert "2 workers" in shown, shown
-    assert "2 executing" in shown, shown
-    assert all(name in shown for name in names), shown
-    # A failed job goes to RQ's FailedJobRegistry, a done one to its FinishedJobRegistry.
-    store.cancel(analyses[0])
-    wait_for(lambda: finished(store, analyses[0]), "canceled")
-    done = wait_for(lambda: finished(store, analyses[1]), "done", timeout=300)
-    assert isinstance(done, JobState)
-    assert done.status == "done"
-    assert FailedJobRegistry(queue=queue).get_job_ids() == [analyses[0]]
-    assert FinishedJobRegistry(queue=queue).get_job_ids() == [analyses[1]]
-    assert StartedJobRegistry(queue=queue).get_job_ids() == []
-    assert {w.get_state() for w in Worker.all(connection=clean_redis)} == {"idle"}
-    # An operator's `rq requeue` runs the failed job again, from a clean record.
-    requeue = [rq, "requeue", "--url", redis_url, "--queue", "analysis", "--all"]
-    subprocess.run(requeue, capture_output=True, text=True, check=True)
-    wait_for(lambda: state(store, analyses[0]).status == "running", "requeued, running again")
-    again = state(store, analyses[0])
-    assert again.attempts == 1, again
-    assert not again.error, again
-    assert FailedJobRegistry(queue=queue).get_job_ids() == []
-    assert StartedJobRegistry(queue=queue).get_job_ids() == [analyses[0]]
-    store.cancel(analyses[0])  # (a long solve: not waited for)
-    wait_for(lambda: finished(store, analyses[0]), "canceled again")
-
-
-def test_a_job_whose_finish_redis_lost_is_run_again_uncharged(
-    clean_redis: redis.Redis, redis_url: str, worker_pool: Callable[..., WorkerPool]
-) -> None:
-    # Redis restarted from an append-only file missing its last second: a finished job is
-    # back to "running" on a worker that is alive and no longer holds it.
-    pool = worker_pool(1)
-    ((name, _),) = pool.workers().items()
-    store = store_for(redis_url)
-    job_id = store.submit(AnalysisRequest(game="tictactoe", position="5", mode="solve"))
-    wait_for(lambda: finished(store, job_id), "done")
-    clean_redis.hset(
-        keys.job(job_id),
-        mapping={"status": "running", "worker": name, "started_at": repr(time.time() - 60)},
-    )
-    clean_redis.hdel(keys.job(job_id), "result", "ended_at")
-    clean_redis.hset(keys.RUNNING, job_id, name)
-    again = wait_for(lambda: (s := finished(store, job_id)) and s.ended_at and s, "done again")
-    assert isinstance(again, JobState)
-    assert again.status == "done"
-    assert again.result is not None
-    assert again.attempts == 1
-    assert again.worker == name

@@ -57,21 +57,6 @@ def test_interactive_jobs_are_served_before_analysis(redis_url, worker_pool) -> 
     run(go())
 
 
-@pytest.mark.usefixtures("clean_redis")
-def test_workers_drop_stale_bot_moves(redis_url, worker_pool) -> None:  # type: ignore[no-untyped-def]
-    # Only the analysis queue is served: the reaper in the worker drops the waiting move.
-    worker_pool(1, queues="analysis", env={"PLYBOT_INTERACTIVE_TTL_S": "0.5"})
-
-    async def go() -> None:
-        async with JobClient(redis_url) as client:  # its own TTL is the default 20 s
-            job_id = await client.submit(MoveRequest(position="4", level="easy"))
-            with pytest.raises(JobFailed) as failed:
-                await client.result(job_id, timeout=15)
-            assert failed.value.error.startswith("dropped: no worker started this bot move")
-
-    run(go())
-
-
 def test_one_warm_process_serves_job_after_job(redis_url, worker_pool) -> None:  # type: ignore[no-untyped-def]
     pool = worker_pool(1)
     ((name, info),) = pool.workers().items()

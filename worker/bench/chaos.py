@@ -47,9 +47,7 @@ import httpx
 import redis
 
 from worker.bench.loadtest import load_positions
-from worker.core import keys
 from worker.core.jobstore import JobStore
-from worker.core.keys import as_str
 from worker.core.settings import get_settings
 from worker.process.backoff import Backoff
 from worker.process.processes import PLYBOT, die_with_parent, stop_process
@@ -141,27 +139,11 @@ class _Service:
         raise TimeoutError("plybot up not ready")
 
     def live_workers(self) -> dict[str, dict[str, Any]]:
-        import json
-
-        alive = self.store.alive_workers()
-        infos = self.store.redis.hgetall(keys.WORKERS)
-        found = {}
-        for raw_name, raw in infos.items():
-            name = as_str(raw_name)
-            if name in alive:
-                found[name] = json.loads(raw)
-        return found
+        return self.store.live_workers()
 
     def busy_workers(self) -> dict[str, dict[str, Any]]:
-        """Live workers running a job now (from ``plybot:running``): name -> info with ``job``."""
-        workers = self.live_workers()
-        busy = {}
-        for raw_job, raw_worker in self.store.redis.hgetall(keys.RUNNING).items():
-            name = as_str(raw_worker)
-            if name in workers:
-                job = as_str(raw_job)
-                busy[name] = {**workers[name], "job": job}
-        return busy
+        """Live workers running a job now: name -> info with ``job``."""
+        return {name: info for name, info in self.live_workers().items() if info.get("job")}
 
     def wait_for(self, check: Callable[[], Any], timeout: float = 120.0) -> Any:
         end = time.monotonic() + timeout

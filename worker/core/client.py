@@ -41,11 +41,16 @@ worker that died twice), :class:`JobTimeout` (still running when ``timeout``
 ran out; the job goes on). Redis being down raises ``redis.exceptions.ConnectionError``
 (the API turns it into 503).
 
+Every job is an RQ job (:mod:`worker.core.jobstore`): RQ's ``Job.fetch(id)`` finds every
+id this client hands out, and its ``return_value()`` is the result shown here. RQ's API is
+synchronous: its calls run on a pool of threads of the client's own.
+
 Answered at submission: an exact Connect Four solve whose answer the shared
 position cache already holds (the root's exact entry; every child's for
 ``moves="all"``: :func:`engine.analysis.cached_exact`, as a worker would read it)
-is recorded as a finished job at once, never queued: same record, id scheme,
-events and webhook as a worker's answer, ``"cache": "hit"``, ``"worker": "cache"``.
+is an RQ job run at once by RQ in this process (``is_async=False``), never queued: same
+record, id scheme, events and webhook as a worker's answer, ``"cache": "hit"``,
+``"worker": "cache"``.
 Its lookups count in the cache's hits and misses; a lookup that cannot answer is
 not counted (the worker that takes the job looks the same keys up and counts
 them). Any trouble with the cache or the recording falls through to the queue.
@@ -55,8 +60,9 @@ state once (a finished job answers at once), then block on the job's own done
 list (``BLMOVE`` from it to itself: the final event is seen, not taken, so any
 number of waiters share it); ``events`` subscribes to the job's pub/sub channel
 before reading its history, so no event is missed. Each rechecks the state once
-a second only as a safety net (and to drop a bot move whose time-to-live passed
-with no worker to take it).
+a second as a safety net: a job that ended with no plybot worker to announce it (an
+operator's ``rq empty``, a stock RQ worker, a bot move RQ dropped past its time to live)
+is seen ending there.
 """
 
 from __future__ import annotations
@@ -66,15 +72,19 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
-from typing import Any, NamedTuple
+from typing import Any, TypeVar
 
 import redis
 import redis.asyncio as aioredis
 from pydantic import BaseModel
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
+from rq import Queue, Worker
+from rq.registry import StartedJobRegistry
+from rq.serializers import JSONSerializer
 
 from engine.analysis import cached_exact
 from engine.connect4 import Connect4
@@ -90,9 +100,10 @@ from worker.core.contract import (
     MoveResult,
     Progress,
 )
-from worker.core.jobstore import SUBMIT, JobStore, job_state_from_hash
+from worker.core.jobstore import JobStore, Submitted
 from worker.core.kinds import QUEUES
 from worker.core.position_cache import CACHE_STATS, CacheProbe, RedisPositionCache
+from worker.core.records import final_event, fetch, timestamp
 from worker.core.settings import Settings, get_settings
 
 __all__ = [
@@ -110,9 +121,13 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _SAFETY_RECHECK_S = 1.0
+#: Threads for RQ's synchronous calls (each holds one Redis round trip at a time).
+_RQ_THREADS = 32
 
 #: ``JobState.worker`` and ``AnalysisResult.worker`` of a job answered at submission.
 CACHE_WORKER = "cache"
+
+T = TypeVar("T")
 
 
 class JobError(Exception):
@@ -142,19 +157,6 @@ class JobTimeout(JobError, TimeoutError):
     def __init__(self, state: JobState, timeout: float) -> None:
         super().__init__(f"job {state.id} still {state.status} after {timeout:g} s")
         self.state = state
-
-
-class Submitted(NamedTuple):
-    """A submitted job: its id, its status then, and whether this call created it.
-
-    ``state``: the finished job's state when the shared cache answered it at
-    submission (status ``done``; nothing to read back), else ``None``.
-    """
-
-    id: str
-    status: str
-    new: bool
-    state: JobState | None = None
 
 
 class QueueStatus(BaseModel):
@@ -222,12 +224,15 @@ class JobClient:
                 url, max_connections=max_connections, timeout=pool_timeout, retry=retry, **options
             )
             self.redis = aioredis.Redis.from_pool(pool)  # owns it: aclose() closes the pool
-        # For the rarer synchronous steps (cancel, expiry), run in a thread.
+        # RQ's API is synchronous: its calls run on threads of our own, over this pool.
         self._sync = redis.Redis.from_url(
-            url, socket_timeout=timeout, socket_connect_timeout=timeout
+            url,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            max_connections=_RQ_THREADS * 2,
         )
+        self._threads = ThreadPoolExecutor(_RQ_THREADS, thread_name_prefix="rq-call")
         self.store = JobStore(self._sync, self.settings)
-        self._submit = self.redis.register_script(SUBMIT)
         # The workers' shared position cache, read at submission (synchronous, with its
         # short timeout and circuit breaker: called in a thread).
         self.cache: RedisPositionCache | None = None
@@ -248,9 +253,14 @@ class JobClient:
 
     async def aclose(self) -> None:
         await self.redis.aclose()
+        self._threads.shutdown(wait=False, cancel_futures=True)
         self._sync.close()
         if self.cache is not None:
             self.cache.close()
+
+    async def _call(self, function: Callable[..., T], *args: Any) -> T:
+        """``function(*args)`` (synchronous: RQ's API) on one of the client's threads."""
+        return await asyncio.get_running_loop().run_in_executor(self._threads, function, *args)
 
     async def ping(self) -> bool:
         """True if Redis answers (raises ``redis.ConnectionError`` if not)."""
@@ -263,39 +273,34 @@ class JobClient:
         return (await self.enqueue(request)).id
 
     async def enqueue(self, request: AnalysisRequest | MoveRequest) -> Submitted:
-        """Like :meth:`submit`, with the job's status then (one round trip for both).
+        """Like :meth:`submit`, with the job's status then.
 
         An analysis the shared cache answers exactly is finished here (status ``done``,
-        ``state`` set; see the module docstring); anything else is queued.
+        ``state`` set; see the module docstring); anything else is queued with RQ, or joins
+        an identical analysis in flight (``new`` False).
         """
         if isinstance(request, AnalysisRequest):
             answered = await self._answer_from_cache(request)
             if answered is not None:
                 return answered
-        script_keys, args = self.store.prepare_submit(request)
-        job_id, status = await self._submit(keys=script_keys, args=args)
-        return Submitted(id=str(job_id), status=str(status), new=str(job_id) == str(args[0]))
+        return await self._call(self.store.submit, request)
 
     # -- read ------------------------------------------------------------------------
 
     async def status(self, job_id: str) -> JobState:
         """The job's state now; :class:`UnknownJob` if there is none."""
-        state = job_state_from_hash(job_id, await self.redis.hgetall(keys.job(job_id)))
+        state = await self._call(self.store.state, job_id)
         if state is None:
             raise UnknownJob(job_id)
         return state
 
     async def progress(self, job_id: str) -> list[Progress]:
-        """The progress events of the job's current run, oldest first."""
+        """The progress events of the job so far, oldest first."""
         raw = await self.redis.lrange(keys.progress(job_id), 0, -1)
         return [p for p in (Event.model_validate_json(r).progress for r in raw) if p is not None]
 
     async def wait(self, job_id: str, timeout: float | None = None) -> JobState:
-        """Wait until the job is done or failed, at most ``timeout`` s; returns the state then.
-
-        A finished job costs one round trip; an unfinished one three (the state,
-        a blocking wait on its done list, the final state).
-        """
+        """Wait until the job is done or failed, at most ``timeout`` s; returns the state then."""
         state = await self.status(job_id)
         if state.finished:
             return state
@@ -353,7 +358,7 @@ class JobClient:
                         return
                 message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=wait_s)
                 if message is None:
-                    state = await self._recheck(job_id)
+                    state = await self.status(job_id)
                     continue
                 event = Event.model_validate_json(message["data"])
                 if event.type == "progress":
@@ -363,73 +368,83 @@ class JobClient:
                     continue
                 yield event
                 return
-            yield _final_event(state)
+            yield final_event(state)
 
     # -- act -------------------------------------------------------------------------
 
     async def cancel(self, job_id: str) -> bool:
-        """Cancel the job (False if it is unknown or already finished)."""
-        return await asyncio.to_thread(self.store.cancel, job_id)
+        """Cancel the job for every requester (False if it is unknown or already finished)."""
+        outcome = await self._call(self.store.cancel, job_id, "canceled by the requester")
+        return outcome in ("canceled", "stopping")
 
     async def withdraw(self, job_id: str) -> str:
         """One requester's cancel: the job stops only if no other requester shares it.
 
         Returns what happened, as :meth:`worker.core.jobstore.JobStore.withdraw`:
         ``"unknown"``, ``"done"``/``"failed"`` (finished, untouched), ``"shared"``
-        (it goes on for the others), ``"canceled"`` (it was waiting: failed now) or
-        ``"stopping"`` (running: it fails at its next progress event).
+        (it goes on for the others), ``"canceled"`` (it was waiting: it never runs) or
+        ``"stopping"`` (running: its worker stops it within a fraction of a second).
         """
-        return await asyncio.to_thread(self.store.withdraw, job_id)
+        return await self._call(self.store.withdraw, job_id)
 
     # -- service ---------------------------------------------------------------------
 
     async def service_status(self) -> ServiceStatus:
         """Queue lengths and oldest wait, workers alive/busy, running jobs, cache hits/misses."""
-        r = self.redis
+        status = await self._call(self._service_status)
+        counters = await self.redis.hgetall(CACHE_STATS)
+        hits, misses = int(counters.get("hits", 0)), int(counters.get("misses", 0))
+        jobs = {k: int(v) for k, v in (await self.redis.hgetall(keys.STATS)).items()}
+        return status.model_copy(
+            update={
+                "cache_hits": hits,
+                "cache_misses": misses,
+                "cache_hit_rate": round(hits / (hits + misses), 4) if hits + misses else None,
+                "jobs": jobs,
+            }
+        )
+
+    def _service_status(self) -> ServiceStatus:
+        """Synchronous: the queues, registries and workers, from RQ's API."""
+        conn = self._sync
         now = time.time()
-        queues = []
+        queues, running = [], 0
         for name in QUEUES:
-            waiting = await r.llen(keys.rq_queue(name))
+            queue = Queue(name, connection=conn, serializer=JSONSerializer)
+            waiting = queue.count
             oldest = 0.0
-            if waiting:
-                first = await r.lindex(keys.rq_queue(name), 0)
-                enqueued = await r.hget(keys.job(str(first)), "enqueued_at") if first else None
-                oldest = max(0.0, now - float(enqueued)) if enqueued else 0.0
+            head = queue.get_job_ids(0, 1)
+            first = fetch(conn, head[0]) if head else None
+            enqueued = timestamp(first.enqueued_at) if first is not None else None
+            if enqueued is not None:
+                oldest = max(0.0, now - enqueued)
             queues.append(QueueStatus(name=name, waiting=waiting, oldest_wait_s=round(oldest, 3)))
-        running = await r.hgetall(keys.RUNNING)
-        busy_workers = set(running.values())
+            running += StartedJobRegistry(name, connection=conn).count
         workers = []
-        seconds, micros = await r.time()
-        beats = await r.hgetall(keys.HEARTBEATS)
-        lease_ms = self.settings.worker_lease_s * 1000
-        for raw_name, raw in (await r.hgetall(keys.WORKERS)).items():
-            name = str(raw_name)
-            info = json.loads(raw)
-            beat = beats.get(name)
-            alive = beat is not None and seconds * 1000 + micros // 1000 - int(beat) <= lease_ms
+        for worker in Worker.all(connection=conn, serializer=JSONSerializer):
+            raw = conn.get(keys.worker_info(worker.name))
+            info = json.loads(raw) if raw else {}
+            job = info.get("job") if raw else None
             workers.append(
                 WorkerStatus(
-                    name=name,
-                    pid=info.get("pid"),
-                    host=info.get("host"),
-                    alive=alive,
-                    busy=alive and name in busy_workers,
-                    job=next((j for j, w in running.items() if w == name), None),
+                    name=worker.name,
+                    pid=worker.pid,
+                    host=worker.hostname,
+                    alive=raw is not None,  # renewed by its housekeeping while it lives
+                    busy=raw is not None and job is not None,
+                    job=job,
                 )
             )
-        counters = await r.hgetall(CACHE_STATS)
-        hits, misses = int(counters.get("hits", 0)), int(counters.get("misses", 0))
-        jobs = {k: int(v) for k, v in (await r.hgetall(keys.STATS)).items()}
         return ServiceStatus(
             queues=queues,
             workers=workers,
             workers_alive=sum(w.alive for w in workers),
             workers_busy=sum(w.busy for w in workers),
-            running=len(running),
-            cache_hits=hits,
-            cache_misses=misses,
-            cache_hit_rate=round(hits / (hits + misses), 4) if hits + misses else None,
-            jobs=jobs,
+            running=running,
+            cache_hits=0,
+            cache_misses=0,
+            cache_hit_rate=None,
+            jobs={},
         )
 
     # -- internals -------------------------------------------------------------------
@@ -443,9 +458,7 @@ class JobClient:
         if not has_exact_solver(board):
             return None
         try:
-            # One hop to a thread for the lookup and the record: redis-py's synchronous
-            # round trips cost less than its asyncio ones.
-            state = await asyncio.to_thread(self._record_if_cached, board, request)
+            state = await self._call(self._record_if_cached, board, request)
         except Exception as exc:  # the queue answers it; never fail for the shortcut
             log.warning("answering from the cache at submission failed: %r", exc)
             return None
@@ -455,7 +468,7 @@ class JobClient:
 
     def _record_if_cached(self, board: Connect4, request: AnalysisRequest) -> JobState | None:
         """Synchronous: the exact answer from the shared cache alone (one ``MGET``), recorded
-        as a finished job (one script); ``None`` if the cache cannot answer exactly."""
+        as an RQ job run at once; ``None`` if the cache cannot answer exactly."""
         assert self.cache is not None
         probe = CacheProbe(self.cache)
         start = time.monotonic()
@@ -463,21 +476,15 @@ class JobClient:
         if known is None:
             return None  # not counted: the worker that takes the job looks them up again
         result = AnalysisResult.of(board, known, CACHE_WORKER)
-        if not self._cache_in_job_redis:
-            state = self.store.answered(request, result)
-            self.cache.add_stats(probe.hits, probe.misses)
-            return state
-        return self.store.answered(request, result, (CACHE_STATS, probe.hits, probe.misses))
+        state = self.store.answered(request, result)
+        self.cache.add_stats(probe.hits, probe.misses)
+        return state
 
     async def _submit_and_wait(
         self, request: AnalysisRequest | MoveRequest, timeout: float | None
     ) -> JobResult:
-        """Submit and await in two round trips: the job's final event is also pushed on a
-        list of its own (``plybot:done:<id>``) that the submitter alone pops with BLPOP.
-
-        Waiting goes in slices of a second, rechecking the state in between (the
-        safety net, and the dropping of a stale bot move when no worker runs).
-        """
+        """Submit and await: the job's final event is also pushed on a list of its own
+        (``plybot:done:<id>``) that waiters block on."""
         submitted = await self.enqueue(request)
         if submitted.state is not None and submitted.state.result is not None:
             return submitted.state.result  # answered at submission
@@ -493,12 +500,11 @@ class JobClient:
     async def _await_done(self, job_id: str, timeout: float | None) -> Event | None:
         """The job's final event (``done``/``failed``), or ``None`` after ``timeout`` s.
 
-        The finish script pushes the final event on the job's own list
-        (``plybot:done:<id>``, kept a minute); ``BLMOVE`` from that list to itself
+        The worker pushes the final event on the job's own list (``plybot:done:<id>``,
+        kept a minute) once RQ has recorded the end; ``BLMOVE`` from that list to itself
         waits for it without taking it, so any number of waiters (the submitter,
         ``GET ?wait``, a webhook sender) see it. Waiting goes in slices of a second,
-        rechecking the state in between (the safety net, and the dropping of a stale
-        bot move when no worker runs).
+        rechecking the state in between (the safety net for an end nobody announced).
         """
         done = keys.done(job_id)
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -512,9 +518,9 @@ class JobClient:
             raw = await self.redis.blmove(done, done, slice_s, "LEFT", "RIGHT")  # type: ignore[arg-type]
             if raw is not None:
                 return Event.model_validate_json(raw)
-            state = await self._recheck(job_id)
-            if state.finished:  # its list expired, or it ended before the list existed
-                return _final_event(state)
+            state = await self.status(job_id)
+            if state.finished:  # its list expired, or it ended with nobody to announce it
+                return final_event(state)
 
     @contextlib.asynccontextmanager
     async def _subscription(self, job_id: str) -> AsyncIterator[aioredis.client.PubSub]:
@@ -526,22 +532,3 @@ class JobClient:
             with contextlib.suppress(Exception):
                 await pubsub.unsubscribe()
             await pubsub.aclose()
-
-    async def _recheck(self, job_id: str) -> JobState:
-        """The state now; a bot move past its time-to-live with no worker is dropped here."""
-        state = await self.status(job_id)
-        if (
-            state.status == "queued"
-            and state.kind == "move"
-            and state.enqueued_at is not None
-            and time.time() - state.enqueued_at > self.settings.interactive_ttl_s
-        ):
-            await asyncio.to_thread(self.store.expire_waiting)
-            state = await self.status(job_id)
-        return state
-
-
-def _final_event(state: JobState) -> Event:
-    if state.status == "done":
-        return Event(type="done", job_id=state.id, result=state.result)
-    return Event(type="failed", job_id=state.id, error=state.error)

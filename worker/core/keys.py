@@ -1,30 +1,22 @@
-"""Every Redis key plybot's job machinery uses, in one place.
+"""Every Redis key plybot itself uses, in one place; RQ owns and names its own.
 
-RQ keeps its own keys (``rq:queue:<name>``, ``rq:job:<id>``, its registries; the
-workers keep RQ's worker records ``rq:worker:<name>``, ``rq:workers``, its
-``rq:wip:<queue>``, ``rq:execution:<id>:<run>``, ``rq:finished:<queue>`` and
-``rq:failed:<queue>`` up to date in the same scripts, for RQ's tools);
-the contract's view of a job lives beside them under ``plybot:``:
+A job is an RQ job: its record, queue, registries, results and worker records are
+RQ's, read and written through RQ's API only (plybot depends on no RQ key name).
+Beside them plybot keeps what RQ lacks:
 
-``plybot:job:<id>``        hash: kind, queue, request, status, worker, attempts,
-                           enqueued_at, started_at, ended_at, progress, result, error
+``plybot:job:<id>``        hash: kind, request, requesters (identical requests sharing the
+                           job), dedupe (its dedupe key), reason (why it was canceled),
+                           enqueued_at; expires with the job's retention
 ``plybot:events:<id>``     pub/sub channel: one JSON ``Event`` (worker.core.contract) a message
 ``plybot:progress:<id>``   list: the progress events so far (capped), for late subscribers
-``plybot:done:<id>``       list: the final event once more, for the one requester that
-                           submitted the job and waits with BLPOP (expires after a minute)
-``plybot:cancel:<id>``     flag: cancel requested while running
-``plybot:dedupe:<digest>`` id of the in-flight job of an identical analysis request
-``plybot:running``         hash: job id -> name of the worker running it
-``plybot:waiting``         sorted set: queued job id -> when it was (re)queued
-``plybot:heartbeats``      hash: worker name -> its last heartbeat, in ms of Redis ``TIME``;
-                           no TTL (``volatile-lru`` can never evict a lease): a worker is
-                           alive while its own heartbeat is younger than its lease
-``plybot:workers``         hash: worker name -> JSON (pid, host, queues, job, table bytes, rss)
-``plybot:retained``        sorted set: finished job id -> when its records go (Unix seconds).
-                           A finished job's records (``job``, ``progress``, RQ's ``rq:job``)
-                           carry no TTL, so ``volatile-lru`` never evicts a result that its
-                           client may not have read; the workers' reapers delete them when
-                           due (:meth:`worker.core.jobstore.JobStore.forget_expired`)
+``plybot:done:<id>``       list: the final event, for waiters (BLMOVE from it to itself, so
+                           any number of them see it); expires after a minute
+``plybot:dedupe:<digest>`` id of the in-flight job of an identical request
+``plybot:preempt:<id>``    the worker that makes way for bot move ``<id>`` (one per move)
+``plybot:reaper:<queue>``  short lock: one worker at a time runs RQ's cleanup of abandoned
+                           jobs of ``<queue>``
+``plybot:worker:<name>``   JSON (pid, host, queues, job, table bytes, resident memory) of a
+                           live worker, renewed by its housekeeping (RQ's record lacks memory)
 ``plybot:stats``           hash: job counters
 ``plybot:book:<build>``    hash: chunk index -> JSON lines of an opening-book build's
                            solved chunks (no TTL: dropped when the build is written)
@@ -33,12 +25,7 @@ the contract's view of a job lives beside them under ``plybot:``:
 from __future__ import annotations
 
 PREFIX = "plybot:"
-RUNNING = PREFIX + "running"
-WAITING = PREFIX + "waiting"
-WORKERS = PREFIX + "workers"
-HEARTBEATS = PREFIX + "heartbeats"
 STATS = PREFIX + "stats"
-RETAINED = PREFIX + "retained"
 
 
 def job(job_id: str) -> str:
@@ -57,17 +44,20 @@ def done(job_id: str) -> str:
     return f"{PREFIX}done:{job_id}"
 
 
-def cancel(job_id: str) -> str:
-    return f"{PREFIX}cancel:{job_id}"
+def preempt(job_id: str) -> str:
+    return f"{PREFIX}preempt:{job_id}"
+
+
+def reaper(queue: str) -> str:
+    return f"{PREFIX}reaper:{queue}"
+
+
+def worker_info(name: str) -> str:
+    return f"{PREFIX}worker:{name}"
 
 
 def dedupe(digest: str) -> str:
     return f"{PREFIX}dedupe:{digest}"
-
-
-def rq_queue(name: str) -> str:
-    """RQ's list of waiting job ids for queue ``name``."""
-    return f"rq:queue:{name}"
 
 
 def book_results(variant: str, plies: int, size: int) -> str:

@@ -1,11 +1,16 @@
-"""The kinds of job, in one table: each one's models, queue, job function and timeout.
+"""The kinds of job, in one table: all that differs between them.
 
 Everything else is derived from :data:`KINDS`: the queues and the order every worker
-serves them in (:data:`QUEUES`), what the job store writes in a job's record and RQ's,
-how a record is read back, which function a worker runs and under which timeout.
+serves them in (:data:`QUEUES`), the job function RQ's record names and its timeout,
+which kinds share identical requests in flight (``dedupe``), which kind a waiting bot
+move may preempt (``preemptible``), and which kinds make way for interactive work
+(``gives_way``).
 
 The job function is named by its dotted path, as RQ's record names it: the core never
-imports the worker process (:mod:`worker.process.runner` resolves the names once).
+imports the worker process. Any Python program can enqueue one with plain RQ::
+
+    Queue("analysis", connection=redis, serializer=JSONSerializer).enqueue(
+        KINDS["analysis"].function, {"position": "4453", "mode": "solve"})
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from worker.core.contract import (
 )
 from worker.core.settings import Settings
 
-__all__ = ["KINDS", "QUEUES", "JobKind", "kind_of"]
+__all__ = ["INTERACTIVE", "KINDS", "QUEUES", "JobKind", "kind_of", "kind_of_function"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,16 @@ class JobKind:
     function: str
     #: The ``Settings`` field holding its timeout in seconds (a hard stop of one run).
     timeout_setting: str
+    #: Identical requests in flight share one job (their requesters are counted).
+    dedupe: bool = False
+    #: A bot move that waits while every worker is busy may interrupt a job of this kind,
+    #: which goes back to the front of its queue, the run not counted.
+    preemptible: bool = False
+    #: The job stops its work as soon as a job of another kind waits (its caller resends).
+    gives_way: bool = False
+    #: The function of a job of this kind answered at submission (from the shared cache),
+    #: run by RQ in the submitting process (``is_async=False``); ``""``: never answered so.
+    answered_function: str = ""
 
     def timeout(self, settings: Settings) -> int:
         """Its timeout under ``settings``, in seconds."""
@@ -70,6 +85,9 @@ KINDS: dict[str, JobKind] = {
             queue="analysis",
             function="worker.process.jobs.analysis_job",
             timeout_setting="analysis_timeout_s",
+            dedupe=True,
+            preemptible=True,
+            answered_function="worker.core.answers.answered",
         ),
         JobKind(
             name="book",
@@ -78,6 +96,8 @@ KINDS: dict[str, JobKind] = {
             queue="book",
             function="worker.process.jobs.book_chunk_job",
             timeout_setting="book_timeout_s",
+            dedupe=True,
+            gives_way=True,
         ),
     )
 }
@@ -86,9 +106,23 @@ assert set(KINDS) == set(get_args(KindName)), "contract.KindName and KINDS disag
 #: The queues, in the order every worker serves them.
 QUEUES: tuple[str, ...] = tuple(kind.queue for kind in KINDS.values())
 
+#: The queue of bot moves: the one a busy worker watches for a move to preempt for.
+INTERACTIVE: str = KINDS["move"].queue
+
 _BY_REQUEST = {kind.request: kind for kind in KINDS.values()}
+_BY_FUNCTION = {
+    name: kind
+    for kind in KINDS.values()
+    for name in (kind.function, kind.answered_function)
+    if name
+}
 
 
 def kind_of(request: JobRequest) -> JobKind:
     """The kind of job a request model is submitted as."""
     return _BY_REQUEST[type(request)]
+
+
+def kind_of_function(func_name: str) -> JobKind | None:
+    """The kind of an RQ job by the function its record names (``None``: not plybot's)."""
+    return _BY_FUNCTION.get(func_name)

@@ -18,7 +18,7 @@ from typing import TypeVar
 
 import redis
 
-__all__ = ["Backoff", "is_transient", "until_done"]
+__all__ = ["Backoff", "is_transient", "patient", "until_done"]
 
 T = TypeVar("T")
 
@@ -30,6 +30,31 @@ def is_transient(exc: BaseException) -> bool:
     if isinstance(exc, redis.exceptions.OutOfMemoryError | redis.exceptions.ReadOnlyError):
         return True
     return isinstance(exc, redis.ResponseError) and str(exc).startswith(("MISCONF", "LOADING"))
+
+
+#: The errors redis-py retries on a :func:`patient` connection: Redis down or restarting,
+#: loading its data (``BusyLoadingError`` is a ``ConnectionError``), full or read-only.
+PATIENT_ERRORS: tuple[type[Exception], ...] = (
+    redis.ConnectionError,
+    redis.TimeoutError,
+    redis.exceptions.OutOfMemoryError,
+    redis.exceptions.ReadOnlyError,
+)
+
+
+def patient(connection: redis.Redis, cap: float = 2.0) -> redis.Redis:
+    """Make every command of ``connection`` wait out a passing Redis error, for ever.
+
+    redis-py's own retry (exponential backoff up to ``cap`` seconds, no limit on tries)
+    on the errors of :data:`PATIENT_ERRORS`: so RQ's worker loop, which would otherwise
+    quit on a Redis outage or a full Redis, rides it out, with the work in hand kept.
+    Returns ``connection``, changed in place (new connections of its pool retry too).
+    """
+    from redis.backoff import ExponentialBackoff
+    from redis.retry import Retry
+
+    connection.set_retry(Retry(ExponentialBackoff(cap=cap, base=0.05), -1, PATIENT_ERRORS))
+    return connection
 
 
 class Backoff:

@@ -33,12 +33,14 @@ from pathlib import Path
 from typing import TextIO
 
 import redis
+from rq.job import Job
+from rq.serializers import JSONSerializer
 
 from engine.book import BookLine, OpeningBook, parse
 from engine.layer import CHUNK_SIZE, Chunk, chunks, derive
 from worker.core import keys
-from worker.core.contract import BookChunkRequest
-from worker.core.jobstore import JobStore
+from worker.core.contract import BookChunkRequest, BookChunkResult
+from worker.core.jobstore import IN_FLIGHT, JobStore
 from worker.core.settings import Settings
 
 __all__ = ["BookBuild", "BuildProgress"]
@@ -239,32 +241,33 @@ class BookBuild:
             index=chunk.index,
             notations=self._missing(chunk),
         )
-        return _InFlight(store.submit(request), tries)
+        return _InFlight(store.submit(request).id, tries)
 
     def _poll(self, store: JobStore, in_flight: dict[int, _InFlight], layer: TextIO) -> bool:
         """Take the lines of finished jobs; send again what failed. True if a job was lost."""
         lost = False
         indices = list(in_flight)
-        with self.connection.pipeline(transaction=False) as pipe:
-            for index in indices:
-                pipe.hmget(keys.job(in_flight[index].job_id), "status", "result", "error")
-            replies = pipe.execute()
-        for index, (status, result, error) in zip(indices, replies, strict=True):
+        jobs = Job.fetch_many(
+            [in_flight[index].job_id for index in indices],
+            connection=self.connection,
+            serializer=JSONSerializer,
+        )
+        for index, job in zip(indices, jobs, strict=True):
             flight = in_flight[index]
-            status = status.decode() if status else None
-            if status in ("queued", "running"):
+            if job is not None and job.get_status(refresh=False) in IN_FLIGHT:
                 continue
             del in_flight[index]
-            if status == "done":
-                self._keep(json.loads(result)["lines"], layer)
-            elif status == "failed":
-                why = error.decode() if error else "failed"
+            state = store.state(flight.job_id, with_progress=False) if job is not None else None
+            if state is None:  # the record was lost (Redis restarted without it, or removed)
+                lost = True
+            elif state.status == "done" and isinstance(state.result, BookChunkResult):
+                self._keep(state.result.lines, layer)
+            else:
+                why = state.error or "failed"
                 if flight.tries >= MAX_TRIES:
                     raise BuildError(f"chunk {index} failed {flight.tries} times: {why}")
                 log.warning("chunk %d failed (%s); sending it again", index, why)
                 in_flight[index] = self._send(store, self._plan[index], flight.tries + 1)
-            else:  # the record was lost (Redis restarted without it): sent again next round
-                lost = True
         return lost
 
 

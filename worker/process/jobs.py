@@ -1,11 +1,14 @@
 """The job functions: plain functions that RQ runs, one per kind of job.
 
-Each takes the request as a JSON dict (the contract's model dumped), runs the
-engine, and returns the result as a JSON dict. They run in a warm worker
-process (:mod:`worker.process.runner`): the engine's compiled code and the solver's
-transposition table are kept from one job to the next, and the shared Redis
-position cache is the second level. Outside a worker (a direct call) they run
-the same, without progress events or the shared cache.
+Each takes the request as a JSON dict (the contract's model, dumped) and returns the
+result as a JSON dict, so any Python program can enqueue one with plain RQ and the JSON
+serializer, and any RQ worker can run it (:data:`worker.core.kinds.KINDS` names them).
+A payload that does not validate fails the job at once with the reason (a
+``ValueError``: RQ does not retry it). In plybot's worker (:mod:`worker.process.runner`)
+they run warm: the engine's compiled code and the solver's transposition table are kept
+from one job to the next, the shared Redis position cache is the second level, and
+progress events are published. Elsewhere (a stock RQ worker, a direct call) they run the
+same, without progress events.
 
 Limits: every search gets a deadline from :class:`~worker.core.settings.Settings`
 (``solve_deadline_ms`` for a solve, ``time_ms`` for a timed search, the job
@@ -15,12 +18,17 @@ timeout for a depth search), so no request can keep a worker busy without bound.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import redis
+from pydantic import BaseModel, ValidationError
+from rq import Queue, Retry
 
 from engine.cache import PositionCache
 from engine.game import Game, has_exact_solver
@@ -48,6 +56,7 @@ __all__ = [
     "JobContext",
     "JobDropped",
     "JobPreempted",
+    "JobStopped",
     "analysis_job",
     "book_chunk_job",
     "clear_tables",
@@ -59,10 +68,14 @@ __all__ = [
 
 
 class JobCanceled(Exception):
-    """The requester canceled the job while it ran."""
+    """The job was canceled (RQ's ``Job.cancel``) while it ran."""
 
 
-class JobDropped(Exception):
+class JobStopped(Exception):
+    """An operator stopped the job (RQ's stop-job command) while it ran."""
+
+
+class JobDropped(ValueError):
     """A bot move that waited in the queue past its time-to-live."""
 
 
@@ -70,32 +83,45 @@ class JobPreempted(Exception):
     """A bot move waits and every worker is busy: this analysis goes back to its queue."""
 
 
+#: How many times one job may make way for bot moves (RQ's ``Retry`` of a preempted run,
+#: at the front of its queue; not counted against the job's retries after a worker death).
+MAX_PREEMPTIONS = 1000
+
+
 @dataclass
 class JobContext:
     """What the worker running a job lends it: where to publish, the cache, its name."""
 
     store: JobStore
+    #: The connection progress events go out on: not the worker's patient one, so that a
+    #: Redis outage never stalls the search (the events wait in ``pending``).
+    events: redis.Redis | None
     worker: str
     cache: PositionCache | None
     job_id: str = ""
-    attempt: int = 1
     enqueued_at: float | None = None
+    #: False when RQ runs the job again (after a worker died, or after making way).
+    first_run: bool = True
     seq: int = field(default=0)
-    #: Progress not yet published: sent by the next flush, or with the result.
+    #: Progress not yet published: sent by the next flush, or after the job.
     pending: list[Progress] = field(default_factory=list)
     last_flush: float = field(default_factory=time.monotonic)
+    #: True while the job function runs: only then may the worker interrupt it.
+    in_function: bool = False
 
-    def flush(self) -> None:
-        """Publish the buffered progress events; raise :class:`JobCanceled` if asked to.
+    def flush(self, *, final: bool = False) -> None:
+        """Publish the buffered progress events.
 
-        While Redis is unavailable the events stay buffered (sent by a later flush,
-        or with the result) and the search goes on.
+        While Redis is unavailable they stay buffered (sent by a later flush) and the
+        search goes on; ``final``: on the worker's patient connection, waiting Redis out.
         """
         if not self.pending:
             return
         steps, self.pending = self.pending, []
         try:
-            canceled = self.store.publish_progress(self.job_id, self.seq, steps)
+            self.store.publish_progress(
+                self.job_id, self.seq, steps, client=None if final else self.events
+            )
         except Exception as exc:
             if not is_transient(exc):
                 raise
@@ -104,8 +130,6 @@ class JobContext:
             return
         self.seq += len(steps)
         self.last_flush = time.monotonic()
-        if canceled:
-            raise JobCanceled("canceled by the requester")
 
 
 #: Set by the worker around each job (one job at a time per process).
@@ -144,8 +168,10 @@ def book_table_bytes() -> int:
 
 def interrupt() -> None:
     """Make a running compiled search return now (from another thread); it reports an
-    incomplete result, and the caller's interrupt (cancel, preemption) takes over."""
+    incomplete result, and the caller's interrupt (cancel, stop, preemption) takes over."""
     solvers.interrupt()
+    for solver in list(_book_solver.values()):
+        solver.interrupt()
 
 
 def _settings() -> Settings:
@@ -183,6 +209,52 @@ def _on_progress(board: Game) -> Callable[[Any], None] | None:
     return publish
 
 
+Request = TypeVar("Request", bound=BaseModel)
+
+
+def _job_function(
+    request_model: type[Request],
+) -> Callable[[Callable[[Request], BaseModel]], Callable[[dict[str, Any]], Any]]:
+    """Make a function of a request model into a job function of JSON: the payload is
+    validated (a one-line ``ValueError`` naming the field if it does not), the result
+    dumped; a run interrupted to make way for a bot move returns RQ's ``Retry`` at the
+    front of its queue."""
+
+    def wrap(function: Callable[[Request], BaseModel]) -> Callable[[dict[str, Any]], Any]:
+        @functools.wraps(function)
+        def run(payload: dict[str, Any]) -> Any:
+            try:
+                request = request_model.model_validate(payload)
+            except ValidationError as exc:
+                raise ValueError(_one_line(exc)) from None
+            context = current
+            try:
+                try:
+                    if context is not None:
+                        context.in_function = True
+                    result = function(request)
+                finally:
+                    if context is not None:
+                        context.in_function = False
+            except JobPreempted:
+                return Retry(max=MAX_PREEMPTIONS, enqueue_at_front=True)
+            return result.model_dump(mode="json")
+
+        return run
+
+    return wrap
+
+
+def _one_line(exc: ValidationError) -> str:
+    """A validation error in one line: ``field: what is wrong; ...``."""
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"]) or "request"
+        parts.append(f"{where}: {error['msg']}")
+    return f"bad request: {'; '.join(parts)}"
+
+
+@_job_function(AnalysisRequest)
 def analysis_job(req: AnalysisRequest) -> AnalysisResult:
     """Analyse a position."""
     from engine.analysis import analyze
@@ -223,12 +295,13 @@ def analysis_job(req: AnalysisRequest) -> AnalysisResult:
     return AnalysisResult.of(board, analysis, current.worker if current is not None else "")
 
 
+@_job_function(MoveRequest)
 def move_job(req: MoveRequest) -> MoveResult:
     """The bot's move."""
     from engine.levels import choose_move
 
     settings = _settings()
-    if current is not None and current.attempt == 1 and current.enqueued_at is not None:
+    if current is not None and current.first_run and current.enqueued_at is not None:
         waited = time.time() - current.enqueued_at
         if waited > settings.interactive_ttl_s:
             raise JobDropped(
@@ -264,6 +337,7 @@ def move_job(req: MoveRequest) -> MoveResult:
 _book_solver: dict[tuple[int, int], Any] = {}
 
 
+@_job_function(BookChunkRequest)
 def book_chunk_job(req: BookChunkRequest) -> BookChunkResult:
     """Solve a chunk of a book layer.
 
@@ -360,14 +434,13 @@ def _other_work_waiting() -> Callable[[], bool] | None:
     """A check that a bot move or an analysis waits in its queue (``None`` outside a worker)."""
     if current is None:
         return None
-    connection = current.store.redis
-    queues = [keys.rq_queue(k.queue) for k in KINDS.values() if k.name != "book"]
+    connection = current.events or current.store.redis
+    queues = [
+        Queue(k.queue, connection=connection) for k in KINDS.values() if not k.gives_way
+    ]
 
     def waiting() -> bool:
-        with connection.pipeline(transaction=False) as pipe:
-            for queue in queues:
-                pipe.llen(queue)
-            return any(pipe.execute())
+        return any(queue.count for queue in queues)
 
     return waiting
 

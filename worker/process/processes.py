@@ -100,24 +100,21 @@ class WorkerPool:
         if log_name:
             prefixed(self.process, log_name)
         self.redis = redis.Redis.from_url(url, decode_responses=True)
+        self.raw = redis.Redis.from_url(url)  # RQ's API reads bytes
 
     @property
     def pid(self) -> int:
         return self.process.pid
 
     def workers(self) -> dict[str, dict[str, Any]]:
-        """Live workers of this pool: name -> info (``pid``, ``host``, ``queues``, ``job``)."""
+        """Live workers of this pool: name -> info (``pid``, ``host``, ``queues``, ``job``,
+        ``table_bytes``, ``rss``): those RQ lists whose housekeeping renewed their info
+        within its lease (a hung worker drops out)."""
+        from worker.core.jobstore import JobStore
+
         prefix = f".{self.process.pid}."
-        (seconds, micros), beats = self.redis.time(), self.redis.hgetall(keys.HEARTBEATS)
-        now = seconds * 1000 + micros // 1000
-        lease_ms = self.lease_s * 1000
-        found: dict[str, dict[str, Any]] = {}
-        for raw_name, raw in self.redis.hgetall(keys.WORKERS).items():
-            name = str(raw_name)
-            beat = beats.get(name)
-            if prefix in name and beat is not None and now - int(beat) <= lease_ms:
-                found[name] = json.loads(raw)
-        return found
+        live = JobStore(self.raw).live_workers()
+        return {name: info for name, info in live.items() if prefix in name}
 
     def wait_ready(
         self, count: int | None = None, timeout: float = 180.0
@@ -137,7 +134,7 @@ class WorkerPool:
     def kill_worker(self, name: str, sig: int = signal.SIGKILL) -> int:
         """Send ``sig`` (SIGKILL: its supervisor notices and replaces it; SIGSTOP: it hangs,
         its heartbeat stops and its job is reclaimed) to one worker process; its pid."""
-        pid = int(json.loads(self.redis.hget(keys.WORKERS, name) or "{}")["pid"])
+        pid = int(json.loads(self.redis.get(keys.worker_info(name)) or "{}")["pid"])
         os.kill(pid, sig)
         return pid
 
@@ -159,3 +156,4 @@ class WorkerPool:
         except subprocess.TimeoutExpired:
             self.kill()
         self.redis.close()
+        self.raw.close()

@@ -1,44 +1,45 @@
-"""One warm worker process: pops jobs from RQ's queues and runs them in-process, no fork.
+"""plybot's worker: an RQ ``SimpleWorker`` that keeps the engine warm, plus what RQ lacks.
 
-Each process compiles and loads the engine once (:func:`worker.process.jobs.warm_up`),
-keeps the solver's transposition table from job to job, and serves the
-``interactive`` queue before ``analysis`` (one ``BLPOP`` over both, in order).
+RQ's own loop dequeues (queues in order: bot moves before analyses before book chunks),
+keeps the registries, stores results and failures, handles ``rq suspend``, the stop-job
+and shutdown commands, abandoned jobs and retries. :class:`PlybotWorker` is started by
+``plybot worker`` (its supervisor) and equally by RQ's own command::
 
-The loop is our own on RQ's primitives (its queues, its job records, its
-``UnixSignalDeathPenalty`` for the job timeout) rather than RQ's
-``SimpleWorker``, whose per-job bookkeeping (registries, executions, results
-stream: a dozen round trips) alone would exceed the 5 ms queue-overhead budget.
-A job costs three round trips: ``BLPOP``, a start script, a finish script (which also
-carries the position cache's hit and miss counts).
+    rq worker --worker-class worker.process.runner.PlybotWorker interactive analysis book
 
-Liveness and recovery (RQ alone notices a dead worker only after minutes):
+It adds, only through RQ's extension points (this subclass, an exception handler, job
+meta, a job function returning RQ's ``Retry``):
 
-* A worker's lease is its heartbeat in ``plybot:heartbeats``, stamped with
-  Redis's clock by a thread of the worker itself (the compiled solver releases
-  the GIL, so a long search cannot starve it) and held while younger than
-  ``worker_lease_s``. Nobody beats for another process, so a hung or stopped
-  worker loses its jobs; and the hash has no TTL, so ``volatile-lru`` never
-  evicts a lease.
-* ``plybot:running`` maps each running job to its worker. A reaper in every
-  worker (every ``reaper_interval_s``) and in the supervisor (at once when a
-  child dies) finds jobs whose worker's lease lapsed and puts them back at the
-  front of their queue, or, when they already ran ``job_max_attempts`` times,
-  fails them with an error that reaches the requester.
-* The reaper also drops bot moves that waited past ``interactive_ttl_s``.
-
-Redis outages (:mod:`worker.process.backoff`): every Redis call waits out a passing error
-with backoff; a job in hand stays in hand (its start, progress and result are
-sent when Redis is back), and the reaper judges nobody right after Redis restarts.
-
-Cancels and bot moves: the same thread looks every ``WATCH_INTERVAL_S`` for a
-cancel of the running job, and for a bot move that waits while every worker is
-busy; either interrupts the job (the solver returns within milliseconds). A
-preempted analysis goes back to the front of its queue, the run not counted.
-
-SIGTERM / Ctrl-C: finish the job in hand, take no new one, exit. A second
-signal: exit at once; the job in hand goes back to the queue. Memory within
-``JOB_GROWTH_BYTES`` of ``worker_memory_mb`` after a job: the same, exiting with
-``RECYCLE_EXIT`` so the supervisor starts a fresh process in its place.
+* **No fork per job** (``SimpleWorker``): the engine is compiled and loaded once per
+  process (:func:`worker.process.jobs.warm_up`) and its tables stay warm from job to job.
+* **A lease for hung workers.** A job's execution is kept in RQ's ``StartedJobRegistry``
+  for ``worker_lease_s`` and renewed by a housekeeping thread of the worker itself every
+  third of it (``maintain_heartbeats``: the compiled solver releases the GIL, so a long
+  search does not starve it). A stopped (SIGSTOP) or dead worker stops renewing, and the
+  housekeeping of any live worker runs RQ's own ``StartedJobRegistry.cleanup`` every
+  ``reaper_interval_s``: the abandoned job is retried by RQ (``Retry``, ``job_max_attempts``
+  runs) within about ``worker_lease_s + reaper_interval_s``, or fails with a clear error.
+  Right after a Redis outage nobody is judged until the judge's own calls have succeeded
+  for a whole lease (the others' renewals failed too).
+* **Cancels and stops.** The same thread looks every ``WATCH_INTERVAL_S`` at the running
+  job's status: ``Job.cancel()`` (RQ records it canceled at once) interrupts it, and it stays
+  canceled. ``send_stop_job_command`` reaches :meth:`PlybotWorker.kill_horse` (RQ's hook for
+  it), which interrupts it the same way, and RQ records it stopped.
+* **Preemption.** A bot move that waited ``PREEMPT_AFTER_S`` while this worker runs a
+  preemptible job (an analysis) interrupts it (one worker per move: a claim in Redis); the
+  job function then returns RQ's ``Retry(enqueue_at_front=True)``, so RQ puts it back at the
+  front of its queue, its run not counted against its retries, and the move is taken next.
+* **Redis outages** are waited out: the worker's connection retries every command for ever
+  with backoff (:func:`worker.process.backoff.patient`), so RQ's loop neither quits nor
+  loses the job in hand; progress events wait in the job until Redis is back.
+* **Memory recycling.** Near ``worker_memory_mb`` after a job, the worker stops the way RQ
+  stops (a warm shutdown) and exits with ``RECYCLE_EXIT`` so the supervisor starts a fresh
+  one; never during a job.
+* **Progress events and the end of a job** for plybot's event streams and waiters
+  (:meth:`worker.core.jobstore.JobStore.announce`), after RQ has recorded the end.
+* **A clear error**: the exception handler puts a one-line reason in the job's meta beside
+  RQ's ``exc_info``; a request that cannot run (a bad payload, a foreign function) fails at
+  once (no retry), visibly, in RQ's failed registry.
 
 Run by the supervisor as ``python -m worker.process.runner --name NAME`` with ``REDIS_URL``
 in its environment (never on a command line: it may hold a password).
@@ -49,7 +50,7 @@ from __future__ import annotations
 import _thread
 import argparse
 import contextlib
-import importlib
+import json
 import logging
 import os
 import signal
@@ -57,110 +58,31 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable
-from types import FrameType
+from types import FrameType, TracebackType
 from typing import Any
 
 import redis
-from rq.timeouts import JobTimeoutException, UnixSignalDeathPenalty
+from rq import Queue
+from rq.executions import Execution
+from rq.job import Job, JobStatus
+from rq.registry import StartedJobRegistry
+from rq.serializers import JSONSerializer
+from rq.suspension import is_suspended
+from rq.timeouts import JobTimeoutException
+from rq.worker import SimpleWorker
 
 from worker.core import keys
-from worker.core.jobstore import JobStore, Started
-from worker.core.keys import as_str
-from worker.core.kinds import KINDS, QUEUES
+from worker.core.jobstore import JobStore
+from worker.core.kinds import INTERACTIVE, QUEUES, kind_of_function
+from worker.core.records import META_ERROR, timestamp
 from worker.core.settings import Settings, get_settings
 from worker.process import jobs
-from worker.process.backoff import Backoff, is_transient, until_done
+from worker.process.backoff import is_transient, patient
 from worker.process.processes import die_with_parent
 
-__all__ = ["Worker", "reap"]
+__all__ = ["RECYCLE_EXIT", "PlybotWorker", "main"]
 
 log = logging.getLogger("plybot.worker")
-
-
-def _function(path: str) -> Callable[[Any], Any]:
-    module, _, name = path.rpartition(".")
-    function: Callable[[Any], Any] = getattr(importlib.import_module(module), name)
-    return function
-
-
-#: The job function of each kind of job: the one its RQ record names (``kinds.KINDS``).
-JOB_FUNCTIONS = {kind.name: _function(kind.function) for kind in KINDS.values()}
-
-
-class _Stop(Exception):
-    """Raised by the signal handler to leave an idle ``BLPOP``."""
-
-
-def reap(store: JobStore, judge: bool = True) -> list[str]:
-    """Requeue (or, past the attempt limit, fail) jobs whose worker's lease lapsed.
-
-    A worker's lease lapses when its own heartbeat (``plybot:heartbeats``, stamped
-    with Redis's clock) is older than ``worker_lease_s``: a dead, hung or stopped
-    process. Right after Redis itself (re)started, every heartbeat is as old as the
-    outage, so nobody is judged until each worker had a lease's time to beat again;
-    likewise the caller passes ``judge=False`` until its own Redis calls have
-    succeeded for a whole lease (Redis was full, or out of its reach, and so it
-    was for the others' heartbeats): a Redis outage is never a worker's death,
-    nor one of a job's attempts.
-
-    Also deletes the records of finished jobs past their retention.
-
-    Safe to run in any number of processes at once: ``HDEL`` on ``plybot:running``
-    decides which one handles a job. Returns the ids handled.
-    """
-    conn = store.redis
-    store.forget_expired()  # finished jobs past their retention (they carry no TTL)
-    now, beats = store.heartbeats()
-    lease_ms = store.settings.worker_lease_s * 1000
-
-    def alive(name: str) -> bool:
-        return name in beats and now - beats[name] <= lease_ms
-
-    handled = []
-    uptime_ms = int(conn.info("server").get("uptime_in_seconds", 0)) * 1000
-    running = conn.hgetall(keys.RUNNING) if judge and uptime_ms > 2 * lease_ms else {}
-    for raw_job, raw_worker in running.items():
-        job_id, worker = as_str(raw_job), as_str(raw_worker)
-        if alive(worker):
-            continue
-        if not conn.hdel(keys.RUNNING, job_id):
-            continue  # another reaper took it
-        state = store.state(job_id)
-        if state is None or state.finished:
-            continue
-        limit = store.settings.job_max_attempts
-        if state.attempts >= limit:
-            error = (
-                f"failed: the worker running this job died, {state.attempts} times "
-                f"(the limit is {limit} runs); last on worker {worker}"
-            )
-            log.warning("job %s: worker %s died; giving up after %d runs", job_id, worker, limit)
-            store.finish(job_id, None, error=error)
-        else:
-            log.warning("job %s: worker %s died; back on the queue", job_id, worker)
-            store.requeue(job_id)
-        handled.append(job_id)
-    for raw_name in conn.hkeys(keys.WORKERS):
-        if not alive(as_str(raw_name)):
-            conn.hdel(keys.WORKERS, raw_name)
-    for name, beat in beats.items():  # long gone: keep the hash small
-        if now - beat > 10 * lease_ms:
-            conn.hdel(keys.HEARTBEATS, name)
-    handled += store.expire_waiting()
-    handled += store.recover_lost()
-    store.trim_registries()
-    return handled
-
-
-def _describe(timeout: int, exc: BaseException) -> str:
-    """One line for the requester: what went wrong, never a traceback."""
-    if isinstance(exc, jobs.JobCanceled | jobs.JobDropped | ValueError):
-        return str(exc)
-    if isinstance(exc, JobTimeoutException):
-        return f"timed out: the job ran past its limit of {timeout} s"
-    return f"internal error in the worker: {type(exc).__name__}: {exc}"
-
 
 #: A bot move that waited this long while every worker was busy preempts an analysis
 #: (a free worker takes a move at once, so this never takes one from a free worker).
@@ -184,206 +106,358 @@ def _rss_bytes() -> int:
         return 0
 
 
-class Worker:
-    """A warm worker: the loop, the heartbeat, the reaper, cancels and preemption."""
+def describe(exc: BaseException, timeout: int | None) -> str:
+    """One line for the requester: what went wrong, never a traceback."""
+    if isinstance(exc, jobs.JobCanceled | jobs.JobDropped | ValueError):
+        return str(exc)
+    if isinstance(exc, JobTimeoutException):
+        return f"timed out: the job ran past its limit of {timeout} s"
+    if type(exc).__name__ == "AbandonedJobError":
+        return "failed: the worker running this job died or hung, on every run it was given"
+    return f"internal error in the worker: {type(exc).__name__}: {exc}"
+
+
+#: Failures the same request would meet again: RQ does not retry them.
+_FINAL = (ValueError, TypeError, KeyError, jobs.JobCanceled, jobs.JobDropped, AttributeError)
+
+
+class _Running:
+    """The job in hand, as the housekeeping thread sees it."""
+
+    def __init__(self, job: Job, execution: Execution, preemptible: bool) -> None:
+        self.job = job
+        self.execution = execution
+        self.preemptible = preemptible
+        self.head: str | None = None  # the bot move seen waiting at the last look
+        self.head_since = 0.0
+
+
+class PlybotWorker(SimpleWorker):
+    """RQ's ``SimpleWorker`` serving plybot's queues with a warm engine (see the module)."""
+
+    #: One line per job is enough in a worker's log (RQ adds one on its result's lifespan).
+    log_result_lifespan = False
 
     def __init__(
         self,
-        name: str,
-        connection: redis.Redis,
-        settings: Settings,
-        queues: list[str] | None = None,
+        queues: Any = None,
+        *args: Any,
+        serializer: Any = None,
+        **kwargs: Any,
     ) -> None:
-        self.name = name
-        self.connection = connection
-        self.settings = settings
-        self.queues = queues or list(QUEUES)
-        self.store = JobStore(connection, settings)
-        self.cache = None
-        if settings.cache_enabled:
+        names = [q.name if isinstance(q, Queue) else str(q) for q in (queues or QUEUES)]
+        super().__init__(names, *args, serializer=serializer or JSONSerializer, **kwargs)
+        patient(self.connection)
+        self.settings = get_settings()
+        self.store = JobStore(self.connection, self.settings)
+        self.cache: Any = None
+        if self.settings.cache_enabled:
             from worker.core.position_cache import RedisPositionCache
 
-            cache_url = settings.cache_url or settings.redis_url
-            assert cache_url
-            self.cache = RedisPositionCache(cache_url, settings)
-        # The cache's counters ride with each job's finish script when it lives in this Redis.
-        self.cache_in_job_redis = settings.cache_url in (None, "", settings.redis_url)
-        self.busy = False
-        self.stop_requested = False
-        self._stop_threads = threading.Event()
-        #: The id of the job in hand, from its pop to its finish (orphans are the others).
-        self.in_hand: str | None = None
-        #: The job in hand, and whether its job function runs (only then may it be interrupted).
-        self.current: Started | None = None
-        self._in_job = False
-        #: Set by the housekeeping thread: the exception to raise in the job (cancel, preempt).
-        self._interrupt: Exception | None = None
-        #: A bot move the housekeeping thread took for this worker: run next, before any pop.
-        self._taken: str | None = None
-        #: Stopping to be replaced by a fresh process (memory past its budget), not told to.
-        self.recycle = False
-
-    # -- heartbeat, reaper, watch ----------------------------------------------------
-
-    def beat(self) -> None:
-        """Stamp this worker's heartbeat (Redis's clock) and publish what it does."""
-        current = self.current
-        info: dict[str, Any] = {
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-            "queues": self.queues,
-            "job": current.job_id if current else None,
-            "table_bytes": jobs.table_bytes(),
-            "rss": _rss_bytes(),
-        }
-        orphans = self._beat_store.beat(self.name, info, self.in_hand)
-        if orphans:
-            log.warning("gave back %d job(s) recorded as running here but not held", orphans)
-
-    def _housekeeping(self) -> None:
-        """Beat, reap, and watch the job in hand, until the process ends.
-
-        A thread of the worker itself, on a connection of its own: the heartbeat
-        stops when the process stops (SIGSTOP, a hang), so only a live worker holds
-        its lease. The compiled solver releases the GIL, so a long search does not
-        starve it.
-        """
-        store = self._beat_store
-        beat_every = min(self.settings.worker_lease_s / 3, self.settings.reaper_interval_s)
-        last_beat = last_reap = 0.0
-        failing = False
-        healthy_since = time.monotonic()  # Redis has taken our writes since then
-        while not self._stop_threads.wait(WATCH_INTERVAL_S):
-            try:
-                now = time.monotonic()
-                if now - last_beat >= beat_every:
-                    self.beat()
-                    last_beat = now
-                if now - last_reap >= self.settings.reaper_interval_s:
-                    last_reap = now
-                    reap(store, judge=now - healthy_since >= self.settings.worker_lease_s)
-                self._watch(store)
-                if failing:
-                    log.info("housekeeping: Redis is back")
-                failing = False
-            except (redis.RedisError, OSError) as exc:
-                if not failing:
-                    log.warning("housekeeping: Redis unavailable (%s); retrying", exc)
-                failing = True
-                healthy_since = time.monotonic()
-
-    def _watch(self, store: JobStore) -> None:
-        """Interrupt the running job if its requester canceled it, or a bot move waits.
-
-        A bot move preempts an analysis only (never another move), and only when it
-        waited ``PREEMPT_AFTER_S``: every worker is busy. The move is taken here,
-        atomically, so one worker preempts per move; the analysis goes back to the
-        front of its queue, its run not counted.
-        """
-        started = self.current
-        if started is None or not self._in_job or self._interrupt is not None:
-            return
-        take = (
-            "interactive"
-            if started.kind == "analysis" and "interactive" in self.queues and not self._taken
-            else None
+            url = self.settings.cache_url or self.settings.redis_url
+            if url:
+                self.cache = RedisPositionCache(url, self.settings)
+        #: A connection of the job's own, not patient: progress events never stall a search.
+        self._events = self.connection.__class__(
+            connection_pool=redis.ConnectionPool(
+                **{
+                    k: v
+                    for k, v in self.connection.connection_pool.connection_kwargs.items()
+                    if k not in ("retry", "retry_on_error")
+                }
+            )
         )
-        canceled, taken = store.watch(started.job_id, take, PREEMPT_AFTER_S)
-        if taken:
-            self._taken = taken
-            self._interrupt = jobs.JobPreempted(f"preempted by bot move {taken}")
-        elif canceled:
-            self._interrupt = jobs.JobCanceled("canceled by the requester")
-        else:
+        self.recycle = False
+        self._running: _Running | None = None
+        self._interrupt: BaseException | None = None
+        self._housekeeping_stop = threading.Event()
+        #: Since when Redis has taken this worker's calls without a failure (housekeeping).
+        self._healthy_since = time.monotonic()
+        self.push_exc_handler(self._on_exception)
+
+    # -- start and stop --------------------------------------------------------------
+
+    def bootstrap(self, *args: Any, **kwargs: Any) -> None:
+        """Warm the engine before RQ registers the worker, so it takes no job cold."""
+        seconds = jobs.warm_up(self.cache)
+        if self.settings.solver_fresh_table:
+            jobs.clear_tables()  # the first job, too, starts from an empty table
+        super().bootstrap(*args, **kwargs)
+        self.log.info("pid %d: engine warm in %.2f s, serving %s", os.getpid(), seconds, self.queue_names())
+        signal.signal(signal.SIGUSR1, self._on_interrupt)
+        threading.Thread(target=self._housekeeping, name="housekeeping", daemon=True).start()
+
+    def teardown(self) -> None:
+        self._housekeeping_stop.set()
+        super().teardown()
+        self.connection.delete(keys.worker_info(self.name))
+
+    def request_force_stop(self, signum: int, frame: FrameType | None) -> None:
+        """A second signal: leave now; the job in hand goes back to the front of its queue."""
+        running = self._running
+        self.log.warning("cold shutdown (signal %d)", signum)
+        if running is not None:
+            self.log.warning("job %s goes back to the front of its queue", running.job.id)
+            try:
+                self._give_back(running.job, running.execution)
+            except redis.RedisError:
+                pass  # its lease lapses, and RQ's cleanup retries it
+        with contextlib.suppress(redis.RedisError):
+            self.register_death()
+        # Not RQ's SystemExit: raised inside the job, RQ would record the job failed.
+        os._exit(1)
+
+    def _give_back(self, job: Job, execution: Execution) -> None:
+        queue = Queue(job.origin, connection=self.connection, serializer=self.serializer)
+        with self.connection.pipeline() as pipe:
+            self.cleanup_execution(job, pipeline=pipe, execution=execution)
+            queue.enqueue_job(job, pipeline=pipe, at_front=True)
+            pipe.execute()
+
+    # -- one job -----------------------------------------------------------------------
+
+    def execute_job(self, job: Job, queue: Queue) -> None:
+        """Run ``job``, unless RQ's workers were suspended after this one blocked waiting:
+        then it goes back to the front of its queue, and RQ's loop waits for ``rq resume``."""
+        if is_suspended(self.connection, self):
+            queue.enqueue_job(job, at_front=True)
             return
-        log.info("job %s: %s", started.job_id, self._interrupt)
+        super().execute_job(job, queue)
+
+    def get_heartbeat_ttl(self, job: Job, working_time: float = 0.0) -> int:
+        """A running job's lease in RQ's StartedJobRegistry: renewed by the housekeeping."""
+        return max(1, int(round(self.settings.worker_lease_s)))
+
+    def perform_job(self, job: Job, queue: Queue, execution: Execution) -> bool:
+        kind = kind_of_function(job.func_name) if _readable(job) else None
+        jobs.current = jobs.JobContext(
+            store=self.store,
+            events=self._events,
+            worker=self.name,
+            cache=self.cache,
+            job_id=job.id,
+            enqueued_at=timestamp(job.enqueued_at),
+            last_flush=time.monotonic(),
+            first_run=not (job.retries_left is not None and job.number_of_retries),
+        )
+        self._interrupt = None
+        self._running = _Running(job, execution, kind is not None and kind.preemptible)
+        try:
+            return bool(super().perform_job(job, queue, execution))
+        finally:
+            self._running = None
+            context, jobs.current = jobs.current, None
+            self._after(job, context)
+
+    def _after(self, job: Job, context: jobs.JobContext | None) -> None:
+        """Tell the waiters how it ended (RQ has recorded it), and make way if memory is short."""
+        if context is not None and context.pending:
+            context.flush(final=True)
+        status = job.get_status(refresh=True)
+        if status in (JobStatus.FINISHED, JobStatus.FAILED, JobStatus.STOPPED):
+            state = self.store.state(job.id, with_progress=False)
+            if state is not None:
+                self.store.announce(state)
+        if self.cache is not None:
+            self.cache.flush_stats()
+        if self.settings.solver_fresh_table:
+            jobs.clear_tables()
+        self._check_memory()
+
+    def handle_job_success(
+        self, job: Job, queue: Queue, started_job_registry: Any, execution: Execution
+    ) -> None:
+        """RQ's success handling, if the job is still this run's (see :meth:`_lost`)."""
+        if self._lost(job, execution):
+            return
+        super().handle_job_success(job, queue, started_job_registry, execution)
+
+    def handle_job_failure(
+        self,
+        job: Job,
+        queue: Queue,
+        started_job_registry: Any = None,
+        exc_string: str = "",
+        execution: Execution | None = None,
+    ) -> None:
+        """RQ's failure handling, if the job is still this run's (see :meth:`_lost`)."""
+        if self._lost(job, execution):
+            return
+        super().handle_job_failure(job, queue, started_job_registry, exc_string, execution)
+
+    def _lost(self, job: Job, execution: Execution | None) -> bool:
+        """True if this run no longer owns ``job`` (then only its execution ends here):
+        it was canceled while it ran (RQ recorded it canceled: it stays so), or it was
+        given to another run while this worker hung (its lease lapsed: that run answers).
+        So a job ends once, with one answer."""
+        current = self.store.job(job.id)
+        status = current.get_status(refresh=False) if current is not None else None
+        if status == JobStatus.STARTED and current is not None and current.worker_name == self.name:
+            return False
+        log.info("job %s is no longer this run's (%s): its end is not recorded here", job.id, status)
+        with self.connection.pipeline() as pipe:
+            self.cleanup_execution(job, pipeline=pipe, execution=execution)
+            pipe.execute()
+        return True
+
+    def clean_registries(self) -> None:
+        """RQ's maintenance, once this worker's own Redis calls have succeeded for a whole
+        lease: right after an outage (or this worker's start) every lease looks lapsed,
+        and RQ would take running jobs for abandoned."""
+        if time.monotonic() - self._healthy_since >= self.settings.worker_lease_s:
+            super().clean_registries()
+
+    def _on_exception(
+        self,
+        job: Job,
+        exc_type: type[BaseException] | None,
+        exc_value: BaseException | None,
+        _tb: TracebackType | None,
+    ) -> bool:
+        """RQ's exception handler: the one-line reason in the job's meta; no retry for a
+        failure the same request would meet again (only a worker's death is retried)."""
+        if exc_value is None:
+            return True
+        job.meta[META_ERROR] = describe(exc_value, job.timeout)
+        job.save_meta()
+        if isinstance(exc_value, _FINAL) or isinstance(exc_value, JobTimeoutException):
+            job.retries_left = 0  # RQ retries only while some are left
+        return True
+
+    def kill_horse(self, sig: signal.Signals = signal.SIGKILL) -> None:
+        """RQ's stop-job command (and ``kill-horse``): a SimpleWorker has no horse to kill, so
+        the job in hand is interrupted; RQ then records it stopped."""
+        running = self._running
+        if running is not None:
+            self._stop_job(jobs.JobStopped("stopped by an operator (RQ's stop-job command)"))
+
+    # -- interrupting the job in hand ----------------------------------------------------
+
+    def _stop_job(self, exc: BaseException) -> None:
+        """Raise ``exc`` in the running job function (from another thread)."""
+        if self._interrupt is not None:
+            return
+        self._interrupt = exc
+        log.info("job %s: %s", self._running.job.id if self._running else "-", exc)
         _thread.interrupt_main(signal.SIGUSR1)  # raised in the job once it runs Python
         jobs.interrupt()  # and the compiled solver returns within milliseconds
 
     def _on_interrupt(self, _signum: int, _frame: FrameType | None) -> None:
         exc = self._interrupt
-        if exc is not None and self._in_job:
-            self._in_job = False  # raised once, and never outside the job function
+        context = jobs.current
+        if exc is not None and context is not None and context.in_function:
+            context.in_function = False  # raised once, and never outside the job function
             raise exc
 
-    # -- signals ---------------------------------------------------------------------
+    # -- housekeeping ------------------------------------------------------------------
 
-    def _on_signal(self, _signum: int, _frame: FrameType | None) -> None:
-        if self.stop_requested:  # second signal: leave now, the reaper requeues the job
-            log.warning("cold shutdown: the job in hand goes back to the queue")
-            self._stop_threads.set()
+    def _housekeeping(self) -> None:
+        """Renew the job's lease, watch it, clean up after dead workers, publish what we do.
+
+        A thread of the worker itself, so a hung or stopped worker renews nothing.
+        """
+        lease = self.settings.worker_lease_s
+        beat_every = min(lease / 3, self.settings.reaper_interval_s)
+        last_beat = last_reap = 0.0
+        failing = False
+        while not self._housekeeping_stop.wait(WATCH_INTERVAL_S):
             try:
-                self.store.forget_worker(self.name)
-            finally:
-                os._exit(1)
-        self.stop_requested = True
-        if not self.busy and not self._taken:
-            raise _Stop()
-        log.info("stopping after the job in hand")
+                # On the impatient connection: an outage is seen here (the worker's own
+                # connection waits it out without a word).
+                self._events.ping()
+                now = time.monotonic()
+                running = self._running
+                if now - last_beat >= beat_every:
+                    self._beat(running)
+                    last_beat = now
+                if running is not None:
+                    self._watch(running)
+                if now - last_reap >= self.settings.reaper_interval_s:
+                    last_reap = now
+                    if now - self._healthy_since >= lease:
+                        self._reap()
+                if failing:
+                    log.info("housekeeping: Redis is back")
+                failing = False
+            except Exception as exc:
+                if not is_transient(exc) and not isinstance(exc, redis.RedisError):
+                    log.exception("housekeeping")
+                elif not failing:
+                    log.warning("housekeeping: Redis unavailable (%s); retrying", exc)
+                failing = True
+                self._healthy_since = time.monotonic()
 
-    # -- the loop --------------------------------------------------------------------
+    def _beat(self, running: _Running | None) -> None:
+        """Renew this worker's registration (and the running job's lease), and its info."""
+        lease = self.settings.worker_lease_s
+        if running is not None:
+            self.maintain_heartbeats(running.job, running.execution)
+        else:
+            self.heartbeat(int(lease * 3) + 1)
+        info = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "queues": self.queue_names(),
+            "job": running.job.id if running is not None else None,
+            "table_bytes": jobs.table_bytes(),
+            "rss": _rss_bytes(),
+            "at": time.time(),
+        }
+        self._events.set(keys.worker_info(self.name), json.dumps(info), ex=int(lease * 3) + 1)
 
-    def run(self) -> None:
-        """Serve jobs until a signal asks to stop; Redis outages are waited out."""
-        signal.signal(signal.SIGTERM, self._on_signal)
-        signal.signal(signal.SIGINT, self._on_signal)
-        signal.signal(signal.SIGUSR1, self._on_interrupt)
-        self._beat_store = JobStore(
-            redis.Redis(connection_pool=self.connection.connection_pool), self.settings
-        )
-        queue_keys = [keys.rq_queue(q) for q in self.queues]
-        backoff = Backoff(cap=2.0)
-        try:
-            until_done(self.beat, "first heartbeat", log)
-            threading.Thread(target=self._housekeeping, name="housekeeping", daemon=True).start()
-            while self._taken or not self.stop_requested:
-                if self._taken:  # a bot move taken while preempting an analysis
-                    job_id, self._taken = self._taken, None
-                    self._serve(job_id)
-                    continue
-                try:
-                    popped = self.connection.blpop(queue_keys, timeout=5)
-                    backoff.reset()
-                except redis.RedisError as exc:
-                    if not is_transient(exc):
-                        raise
-                    delay = backoff.next()
-                    log.warning("Redis unavailable (%s); retrying in %.1f s", exc, delay)
-                    time.sleep(delay)
-                    continue
-                if popped is not None:
-                    self._serve(as_str(popped[1]))
-        except _Stop:
-            pass
-        finally:
-            self.teardown()
+    def _watch(self, running: _Running) -> None:
+        """Interrupt the running job if it was canceled, or for a bot move that waits."""
+        if self._interrupt is not None:
+            return
+        job = running.job
+        if job.get_status(refresh=True) == JobStatus.CANCELED:
+            self._stop_job(jobs.JobCanceled("canceled"))
+            return
+        if not running.preemptible or INTERACTIVE not in self.queue_names():
+            return
+        head = next(iter(Queue(INTERACTIVE, connection=self.connection).get_job_ids(0, 1)), None)
+        now = time.monotonic()
+        if head is None or head != running.head:
+            running.head, running.head_since = head, now
+            return
+        if now - running.head_since < PREEMPT_AFTER_S:
+            return
+        # One worker makes way per move: the first to claim it.
+        if self.connection.set(keys.preempt(head), self.name, nx=True, ex=60):
+            self.connection.hincrby(keys.STATS, "preempted", 1)
+            self._stop_job(jobs.JobPreempted(f"preempted by bot move {head}"))
 
-    def _serve(self, job_id: str) -> None:
-        self.busy = True
-        self.in_hand = job_id
-        try:
-            self.execute(job_id)
-        finally:
-            self.busy = False
-            self.in_hand = None
-        self._check_memory()
+    def _reap(self) -> None:
+        """RQ's cleanup of abandoned jobs (their lease lapsed), one worker at a time per queue."""
+        for queue in self.queues:
+            lock = keys.reaper(queue.name)
+            if not self.connection.set(lock, self.name, nx=True, px=max(100, int(self.settings.reaper_interval_s * 900))):
+                continue
+            registry = StartedJobRegistry(queue.name, connection=self.connection, serializer=self.serializer)
+            expired = registry.get_expired_job_ids()
+            if not expired:
+                continue
+            log.warning("jobs %s: their worker died or hung; RQ retries or fails them", expired)
+            registry.cleanup(exception_handlers=[self._on_exception])
+            for job_id in expired:
+                state = self.store.state(job_id, with_progress=False)
+                if state is not None and state.finished:
+                    self.store.announce(state)
 
     def _check_memory(self) -> None:
-        """Near ``worker_memory_mb`` (less than ``JOB_GROWTH_BYTES`` left), stop taking jobs so
-        that a fresh process replaces this one, and no job takes the process past its budget.
+        """Near ``worker_memory_mb`` (less than ``JOB_GROWTH_BYTES`` left), stop as RQ stops
+        (warm shutdown, between jobs) so that a fresh process replaces this one.
 
-        Each board size a worker is asked about leaves compiled code behind (tens of MB
-        when it was compiled here, a few when loaded), which no process can unload; its
-        solver tables alone are budgeted by ``worker_table_mb``, and the book build's table,
-        when one is held, by ``book_table_mb`` on top of the budget. As Celery's
-        max-memory-per-child, the process is replaced between jobs, never during one.
+        Each board size a worker is asked about leaves compiled code behind, which no process
+        can unload; its solver tables alone are budgeted by ``worker_table_mb``, and the book
+        build's table by ``book_table_mb`` on top. As Celery's max-memory-per-child.
         """
         budget = self.settings.worker_memory_mb << 20
-        if budget:
-            budget += jobs.book_table_bytes()
+        if not budget or self.recycle:
+            return
+        budget += jobs.book_table_bytes()
         rss = _rss_bytes()
-        # The next job may compile a board size of its own: it must fit in what is left.
-        if budget and rss > budget - JOB_GROWTH_BYTES and not self.stop_requested:
+        if rss > budget - JOB_GROWTH_BYTES:
             log.info(
                 "resident memory %d MB, within %d MB of the budget of %d MB: making way for "
                 "a fresh worker",
@@ -391,117 +465,15 @@ class Worker:
                 JOB_GROWTH_BYTES >> 20,
                 budget >> 20,
             )
-            self.stop_requested = self.recycle = True
-
-    def execute(self, job_id: str) -> None:
-        """Run one job and record its result or error (exactly once, see ``JobStore.finish``).
-
-        The job is in hand from its pop to its finish: a Redis outage on the way
-        is waited out (the start, the result), never turned into the job's failure.
-        """
-        started = until_done(lambda: self.store.start(job_id, self.name), f"job {job_id}", log)
-        if started is None:  # canceled, dropped or answered while it waited
-            return
-        kind = KINDS[started.kind]
-        timeout = kind.timeout(self.settings)
-        jobs.current = jobs.JobContext(
-            store=self.store,
-            worker=self.name,
-            cache=self.cache,
-            job_id=job_id,
-            attempt=started.attempt,
-            enqueued_at=started.enqueued_at,
-            last_flush=time.monotonic(),
-        )
-        self.current, self._interrupt = started, None
-        result: Any = None
-        error: str | None = None
-        try:
-            with UnixSignalDeathPenalty(timeout, JobTimeoutException, job_id=job_id):
-                self._in_job = True
-                try:
-                    # Read from Redis here, once: the job function takes and returns models,
-                    # and the result is serialised once, by the finish script's caller.
-                    request = kind.request.model_validate(started.request)
-                    result = JOB_FUNCTIONS[kind.name](request)
-                finally:
-                    self._in_job = False
-            assert isinstance(result, kind.result)
-        except jobs.JobPreempted:
-            until_done(lambda: self.store.release(job_id, self.name), f"job {job_id}", log)
-            log.info("job %s (%s) preempted: back at the front of its queue", job_id, started.kind)
-            return
-        except Exception as exc:
-            if not isinstance(exc, jobs.JobCanceled | jobs.JobDropped | ValueError):
-                log.exception("job %s failed", job_id)
-            error = _describe(timeout, exc)
-        finally:
-            self.current = None
-            jobs.current, context = None, jobs.current
-            if self.settings.solver_fresh_table and result is None:
-                jobs.clear_tables()
-        assert context is not None
-        until_done(
-            lambda: self.store.finish(
-                job_id,
-                result,
-                error=error,
-                worker=self.name,
-                dedupe=started.dedupe,
-                progress=(context.seq, context.pending),  # every depth, before the result
-                cache_counts=self._cache_counts(),
-            ),
-            f"job {job_id}",
-            log,
-        )
-        if result is None:
-            log.info("job %s (%s) failed: %s", job_id, started.kind, error)
-        else:
-            log.info(
-                "job %s (%s, attempt %d) done: engine %.1f ms, cache %s",
-                job_id,
-                started.kind,
-                started.attempt,
-                result.time_ms,
-                result.cache,
-            )
-        if self.cache is not None:
-            self.cache.flush_stats()  # counts the finish script did not carry, if any
-        if self.settings.solver_fresh_table and result is not None:
-            jobs.clear_tables()  # after the answer, not before: off the next request's path
-
-    def _cache_counts(self) -> tuple[str, int, int] | None:
-        """The cache's pending hit and miss counts, for the finish script to carry."""
-        if self.cache is None or not self.cache_in_job_redis:
-            return None
-        from worker.core.position_cache import CACHE_STATS
-
-        return (CACHE_STATS, *self.cache.take_stats())
-
-    def teardown(self) -> None:
-        self._stop_threads.set()
-        with contextlib.suppress(redis.RedisError):
-            self.store.forget_worker(self.name)
+            self.recycle = True
+            os.kill(os.getpid(), signal.SIGTERM)  # RQ's warm shutdown: no job taken after this
 
 
-def run(name: str, url: str, queues: list[str] | None = None) -> int:
-    """Warm up, then serve jobs until told to stop."""
-    settings = get_settings().model_copy(update={"redis_url": url})
-    if not die_with_parent():  # the supervisor died before we could follow it
-        return 1
-    connection = redis.Redis.from_url(
-        url,
-        socket_timeout=settings.redis_socket_timeout_s + 5,  # above BLPOP's 5 s
-        socket_connect_timeout=settings.redis_socket_timeout_s,
-        health_check_interval=30,
-    )
-    worker = Worker(name, connection, settings, queues)
-    seconds = jobs.warm_up(worker.cache)
-    if settings.solver_fresh_table:
-        jobs.clear_tables()  # the first job, too, starts from an empty table
-    log.info("pid %d: engine warm in %.2f s, serving %s", os.getpid(), seconds, worker.queues)
-    worker.run()
-    return RECYCLE_EXIT if worker.recycle else 0
+def _readable(job: Job) -> bool:
+    try:
+        return isinstance(job.func_name, str)
+    except Exception:
+        return False
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -509,16 +481,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", required=True)
     parser.add_argument("--queues", default=",".join(QUEUES))
     args = parser.parse_args(argv)
-    url = get_settings().redis_url
+    settings: Settings = get_settings()
+    url = settings.redis_url
     if not url:
         print("worker: no Redis (set REDIS_URL)", file=sys.stderr)
         return 2
+    if not die_with_parent():  # the supervisor died before we could follow it
+        return 1
     logging.basicConfig(
         level=logging.INFO,
         format=f"%(asctime)s worker {args.name} %(levelname)s %(message)s",
         datefmt="%H:%M:%S",
     )
-    return run(args.name, url, args.queues.split(","))
+    connection = redis.Redis.from_url(
+        url,
+        socket_connect_timeout=settings.redis_socket_timeout_s,
+        health_check_interval=30,
+    )
+    worker = PlybotWorker(args.queues.split(","), name=args.name, connection=connection)
+    worker.work(logging_level="INFO")
+    return RECYCLE_EXIT if worker.recycle else 0
 
 
 if __name__ == "__main__":

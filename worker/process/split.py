@@ -24,16 +24,20 @@ when no worker is idle.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from dataclasses import dataclass
+
+from rq import Worker
+from rq.job import JobStatus
+from rq.registry import StartedJobRegistry
 
 from engine.analysis import Analysis
 from engine.connect4 import Connect4
 from engine.solver import Solver
 from worker.core import keys
 from worker.core.contract import AnalysisRequest, AnalysisResult, Progress
+from worker.core.kinds import KINDS
 from worker.process.jobs import JobContext
 
 __all__ = ["SPLIT_BEFORE_PLY", "split_analysis"]
@@ -62,18 +66,10 @@ class _Column:
 def idle_workers(context: JobContext) -> int:
     """Workers serving analyses that run no job now (this one excluded: it runs the parent)."""
     conn = context.store.redis
-    with conn.pipeline(transaction=False) as pipe:
-        pipe.hvals(keys.WORKERS)
-        pipe.hlen(keys.RUNNING)
-        infos, running = pipe.execute()
-    serving = 0
-    for raw in infos:
-        try:
-            if "analysis" in json.loads(raw).get("queues", []):
-                serving += 1
-        except (ValueError, AttributeError):
-            continue
-    return max(0, serving - int(running))
+    queue = KINDS["analysis"].queue
+    serving = Worker.count(connection=conn, queue=context.store.queue(queue))
+    running = StartedJobRegistry(queue, connection=conn).count
+    return max(0, serving - running)
 
 
 def split_analysis(
@@ -119,7 +115,7 @@ def split_analysis(
         request = AnalysisRequest(
             game="connect4", variant=board.variant, position=c.child.notation(), mode="solve"
         )
-        c.job_id = store.submit(request)
+        c.job_id = store.submit(request).id
     log.info(
         "job %s: %d columns offered to %d idle workers", context.job_id, len(todo) - 1, helpers
     )
@@ -177,10 +173,11 @@ def _take_back(context: JobContext, c: _Column) -> bool:
     """
     assert c.job_id is not None
     store = context.store
-    if store.redis.hget(keys.job(c.job_id), "status") != b"queued":
+    job = store.job(c.job_id)
+    if job is None or job.get_status(refresh=False) != JobStatus.QUEUED:
         return False  # running, or finished: read it
-    # "canceled": it was still waiting; "stopping": it started just now and stops at its
-    # next progress event. Either way it is the parent's to solve.
+    # "canceled": it was still waiting; "stopping": it started just now and its worker
+    # stops it. Either way it is the parent's to solve.
     return store.withdraw(c.job_id) in ("canceled", "stopping")
 
 

@@ -1,15 +1,16 @@
 """The supervisor of ``plybot worker -n N``: N warm worker processes, kept alive.
 
-It starts each worker as ``python -m worker.process.runner`` in a session of its own (so
-a Ctrl-C reaches the supervisor only, which forwards exactly one SIGTERM), with
-``REDIS_URL`` in its environment (never on its command line, which any user can
-read), and twice a second notices a dead child at once, drops its heartbeat, runs
-the reaper (its job goes back to the queue, or fails past the attempt limit) and
-starts a replacement, with backoff when children keep dying young.
+It starts each worker (an RQ worker: :class:`worker.process.runner.PlybotWorker`) as
+``python -m worker.process.runner`` in a session of its own (so a Ctrl-C reaches the
+supervisor only, which forwards exactly one SIGTERM), with ``REDIS_URL`` in its
+environment (never on its command line, which any user can read), and twice a second
+notices a dead child at once, registers its death with RQ (so ``rq info`` stops listing it)
+and starts a replacement, with backoff when children keep dying young.
 
-It never beats for a child: a worker's lease is its own heartbeat (see
-:mod:`worker.process.runner`), so a hung or stopped child loses its jobs. A Redis outage
-is waited out: the supervisor keeps running and catches up when Redis is back.
+It never renews a child's lease: a job's lease is renewed by the worker running it (see
+:mod:`worker.process.runner`), so a dead, hung or stopped child loses its job to RQ's
+cleanup of abandoned jobs, run by the other workers. A Redis outage is waited out: the
+supervisor keeps running and catches up when Redis is back.
 
 SIGTERM or SIGINT: forward SIGTERM to every child (each finishes its job in hand
 and exits), wait for them, exit 0. A second signal: the children leave at once
@@ -28,13 +29,13 @@ import time
 from types import FrameType
 
 import redis
+from rq import Worker
 
-from worker.core.jobstore import JobStore
 from worker.core.redis_memory import check_redis_memory
 from worker.core.settings import Settings
 from worker.process.backoff import Backoff
 from worker.process.processes import die_with_parent
-from worker.process.runner import RECYCLE_EXIT, reap
+from worker.process.runner import RECYCLE_EXIT
 
 __all__ = ["Supervisor"]
 
@@ -55,14 +56,12 @@ class Supervisor:
         self._backoff = Backoff(first=1.0, cap=30.0)
         self._born: dict[str, float] = {}
         self._unreaped: set[str] = set()
-        self._healthy_since = time.monotonic()  # Redis has answered us since then
         self._prefix = f"{socket.gethostname()}.{os.getpid()}"
         self.redis = redis.Redis.from_url(
             url,
             socket_timeout=settings.redis_socket_timeout_s,
             socket_connect_timeout=settings.redis_socket_timeout_s,
         )
-        self.store = JobStore(self.redis, settings)
 
     def spawn(self) -> str:
         self._serial += 1
@@ -117,12 +116,11 @@ class Supervisor:
         elif self._respawn and time.monotonic() >= self._respawn_at:
             self._respawn -= 1
             self.spawn()
-        if self._unreaped:  # kept until Redis takes it: an outage only delays the reaping
-            for name in list(self._unreaped):
-                self.store.forget_worker(name)
-                self._unreaped.discard(name)
-            healthy = time.monotonic() - self._healthy_since >= self.settings.worker_lease_s
-            reap(self.store, judge=healthy)
+        for name in list(self._unreaped):  # kept until Redis takes it: an outage only delays it
+            worker = Worker.find_by_key(Worker.redis_worker_namespace_prefix + name, self.redis)
+            if worker is not None and worker.death_date is None:
+                worker.register_death()
+            self._unreaped.discard(name)
 
     def run(self) -> int:
         die_with_parent()  # started by `plybot up` or a test: never outlive it
@@ -145,7 +143,6 @@ class Supervisor:
                 if not failing:
                     log.warning("supervisor: Redis unavailable (%s); retrying", exc)
                 failing = True
-                self._healthy_since = time.monotonic()
             time.sleep(0.5)
         log.info("all workers stopped")
         return 0

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import redis
+from rq import Queue, Worker
 
 from engine.book import OpeningBook, parse
 from engine.connect4 import Connect4
@@ -22,6 +23,7 @@ from worker.core import keys
 from worker.core.client import JobClient
 from worker.core.contract import BookChunkRequest, MoveRequest
 from worker.core.jobstore import JobStore
+from worker.core.kinds import KINDS
 
 pytestmark = [pytest.mark.redis, pytest.mark.service]
 
@@ -55,8 +57,8 @@ def test_workers_build_a_book_through_a_killed_builder_and_worker(
 
     # 1. A builder sends every chunk, with no worker running yet, and is killed.
     first = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
-    queue = keys.rq_queue("book")
-    wait_for(lambda: clean_redis.llen(queue) == len(plan))
+    queue = Queue(KINDS["book"].queue, connection=clean_redis)
+    wait_for(lambda: queue.count == len(plan))
     first.send_signal(signal.SIGKILL)
     first.wait()
 
@@ -66,9 +68,9 @@ def test_workers_build_a_book_through_a_killed_builder_and_worker(
     wait_for(lambda: clean_redis.hlen(results) >= 3)
 
     def book_job_worker() -> str | None:
-        for job_id, worker in clean_redis.hgetall(keys.RUNNING).items():
-            if clean_redis.hget(keys.job(job_id.decode()), "kind") == b"book":
-                return str(worker.decode())
+        for worker in Worker.all(queue=queue):
+            if worker.get_current_job_id() is not None:
+                return worker.name
         return None
 
     pool.kill_worker(wait_for(book_job_worker))
@@ -142,8 +144,9 @@ def test_a_chunk_gives_way_to_a_bot_move(
             request = BookChunkRequest(
                 variant="7x6", plies=12, size=len(notations), index=0, notations=notations
             )
-            chunk_id = JobStore(clean_redis).submit(request)
-            wait_for(lambda: clean_redis.hget(keys.job(chunk_id), "status") == b"running")
+            store = JobStore(clean_redis)
+            chunk_id = store.submit(request).id
+            wait_for(lambda: (s := store.state(chunk_id)) is not None and s.status == "running")
             move = await client.move(MoveRequest(position="44", level="perfect"), timeout=120)
             assert move.move
             state = await client.wait(chunk_id, timeout=120)
@@ -186,7 +189,7 @@ def test_the_book_table_is_budgeted_on_top_of_the_worker_memory(
     job_ids = [
         store.submit(
             BookChunkRequest(variant="5x4", plies=8, size=40, index=c.index, notations=c.notations)
-        )
+        ).id
         for c in plan
     ]
     for job_id in job_ids:

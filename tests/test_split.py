@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 
 import pytest
 import redis
@@ -13,6 +12,7 @@ from engine.solver import Solver
 from worker.core import keys
 from worker.core.client import JobClient
 from worker.core.contract import AnalysisRequest
+from worker.core.jobstore import JobStore
 
 pytestmark = [pytest.mark.redis, pytest.mark.service]
 
@@ -45,11 +45,14 @@ def test_idle_workers_share_the_columns_and_the_answer_is_one_workers(
         # Columns went to the other worker as jobs of their own, and ran there.
         parent = result.worker  # type: ignore[union-attr]
         children = {}
+        store = JobStore(clean_redis)
         for key in clean_redis.scan_iter(match=keys.job("*")):
-            record = clean_redis.hgetall(key)
-            asked = json.loads(record[b"request"])["position"]
+            job_id = key.decode().removeprefix(keys.job(""))
+            state = store.state(job_id, with_progress=False)
+            assert state is not None
+            asked = state.request.position
             if asked != POSITION:
-                children[asked] = record.get(b"worker", b"").decode()
+                children[asked] = state.worker or ""
         assert children
         assert set(children) <= {POSITION + str(c + 1) for c in range(7)}
         assert any(worker and worker != parent for worker in children.values())

@@ -390,6 +390,9 @@ class PlybotWorker(SimpleWorker):
     def _beat(self, running: _Running | None) -> None:
         """Renew this worker's registration (and the running job's lease), and its info."""
         lease = self.settings.worker_lease_s
+        if not self.connection.exists(self.key):
+            # Its registration lapsed while it hung (SIGSTOP), and RQ dropped it: born again.
+            self.register_birth()
         if running is not None:
             self.maintain_heartbeats(running.job, running.execution)
         else:

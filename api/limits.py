@@ -122,7 +122,8 @@ for i = 1, #held, 2 do
     gone = tonumber(held[i + 1]) < now - tonumber(ARGV[5])
   else
     -- plybot's record of the job: gone (expired), or marked ended when its end was told
-    gone = redis.call('EXISTS', ARGV[4] .. id) == 0 or redis.call('HEXISTS', ARGV[4] .. id, 'ended') == 1
+    local record = ARGV[4] .. id
+    gone = redis.call('EXISTS', record) == 0 or redis.call('HEXISTS', record, 'ended') == 1
   end
   if gone then redis.call('ZREM', KEYS[1], id) end
 end

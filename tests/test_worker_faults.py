@@ -222,8 +222,9 @@ def test_bot_moves_do_not_wait_behind_analyses(
         assert done.attempts == 1
 
 
+@pytest.mark.usefixtures("clean_redis")
 def test_solver_tables_stay_within_the_worker_budget(
-    clean_redis: redis.Redis, redis_url: str, worker_pool: Callable[..., WorkerPool]
+    redis_url: str, worker_pool: Callable[..., WorkerPool]
 ) -> None:
     # Sizes the rest of the suite compiles too (each new size costs seconds of compiling
     # on a fresh machine); 7x6 again after the others, so its table was dropped and remade.

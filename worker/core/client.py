@@ -103,7 +103,7 @@ from worker.core.contract import (
 from worker.core.jobstore import JobStore, Submitted
 from worker.core.kinds import QUEUES
 from worker.core.position_cache import CACHE_STATS, CacheProbe, RedisPositionCache
-from worker.core.records import final_event, fetch, timestamp
+from worker.core.records import fetch, final_event, timestamp
 from worker.core.settings import Settings, get_settings
 
 __all__ = [

@@ -166,15 +166,17 @@ class JobStore:
     def _record(
         self, job_id: str, kind: JobKind, request: JobRequest, hold: int, *, dedupe: str = ""
     ) -> None:
-        record = {
-            "kind": kind.name,
-            "request": request.model_dump_json(),
-            "requesters": 1,
-            "dedupe": dedupe,
-            "enqueued_at": repr(time.time()),
-        }
         with self.redis.pipeline(transaction=False) as pipe:
-            pipe.hset(keys.job(job_id), mapping=record)
+            pipe.hset(
+                keys.job(job_id),
+                mapping={
+                    "kind": kind.name,
+                    "request": request.model_dump_json(),
+                    "requesters": 1,
+                    "dedupe": dedupe,
+                    "enqueued_at": repr(time.time()),
+                },
+            )
             pipe.expire(keys.job(job_id), hold)
             pipe.hincrby(keys.STATS, "submitted", 1)
             pipe.execute()
@@ -217,7 +219,8 @@ class JobStore:
         )
         self.redis.hincrby(keys.STATS, "cached", 1)
         state = self.state(job_id)
-        assert state is not None and state.status == "done", state
+        assert state is not None, job_id
+        assert state.status == "done", state
         self.announce(state)
         return state
 
@@ -322,4 +325,3 @@ class JobStore:
     def job(self, job_id: str) -> Job | None:
         """RQ's job (``None``: RQ has no such job)."""
         return fetch(self.redis, job_id)
-

@@ -36,7 +36,8 @@ from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 
 from worker.core import keys
-from worker.core.contract import Event, JobState, JobStatus as ContractStatus, Progress
+from worker.core.contract import Event, JobState, Progress
+from worker.core.contract import JobStatus as ContractStatus
 from worker.core.keys import as_str
 from worker.core.kinds import KINDS, JobKind, kind_of_function
 from worker.core.settings import Settings
@@ -103,10 +104,12 @@ def job_state(
             pipe.lindex(keys.progress(job_id), -1)
         replies = pipe.execute()
     ours = {as_str(k): as_str(v) for k, v in replies[0].items()}
-    latest = Event.model_validate_json(replies[1]).progress if with_progress and replies[1] else None
+    latest = (
+        Event.model_validate_json(replies[1]).progress if with_progress and replies[1] else None
+    )
     if job is None:
         return _gone(job_id, ours, settings)
-    kind = kind_of_function(job.func_name) if _readable(job) else None
+    kind = kind_of_function(job.func_name or "") if _readable(job) else None
     if kind is None:
         return None
     status = job.get_status(refresh=False)
@@ -194,9 +197,7 @@ def _gone(job_id: str, ours: Mapping[str, str], settings: Settings) -> JobState 
     enqueued = _number(ours.get("enqueued_at"))
     ttl = settings.interactive_ttl_s
     if kind.name == "move" and enqueued is not None and time.time() - enqueued >= ttl:
-        error = (
-            f"dropped: no worker started this bot move within {ttl:g} s; are workers running?"
-        )
+        error = f"dropped: no worker started this bot move within {ttl:g} s; are workers running?"
     else:
         error = "removed from its queue by an operator (rq empty, or the job deleted)"
     return JobState.model_construct(

@@ -435,9 +435,7 @@ def _other_work_waiting() -> Callable[[], bool] | None:
     if current is None:
         return None
     connection = current.events or current.store.redis
-    queues = [
-        Queue(k.queue, connection=connection) for k in KINDS.values() if not k.gives_way
-    ]
+    queues = [Queue(k.queue, connection=connection) for k in KINDS.values() if not k.gives_way]
 
     def waiting() -> bool:
         return any(queue.count for queue in queues)

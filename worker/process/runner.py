@@ -106,12 +106,12 @@ def _rss_bytes() -> int:
         return 0
 
 
-def describe(exc: BaseException, timeout: int | None) -> str:
+def describe(exc: BaseException, timeout: float | None) -> str:
     """One line for the requester: what went wrong, never a traceback."""
     if isinstance(exc, jobs.JobCanceled | jobs.JobDropped | ValueError):
         return str(exc)
     if isinstance(exc, JobTimeoutException):
-        return f"timed out: the job ran past its limit of {timeout} s"
+        return f"timed out: the job ran past its limit of {timeout:g} s"
     if type(exc).__name__ == "AbandonedJobError":
         return "failed: the worker running this job died or hung, on every run it was given"
     return f"internal error in the worker: {type(exc).__name__}: {exc}"
@@ -138,15 +138,9 @@ class PlybotWorker(SimpleWorker):
     #: One line per job is enough in a worker's log (RQ adds one on its result's lifespan).
     log_result_lifespan = False
 
-    def __init__(
-        self,
-        queues: Any = None,
-        *args: Any,
-        serializer: Any = None,
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, queues: Any = None, *, serializer: Any = None, **kwargs: Any) -> None:
         names = [q.name if isinstance(q, Queue) else str(q) for q in (queues or QUEUES)]
-        super().__init__(names, *args, serializer=serializer or JSONSerializer, **kwargs)
+        super().__init__(names, serializer=serializer or JSONSerializer, **kwargs)
         patient(self.connection)
         self.settings = get_settings()
         self.store = JobStore(self.connection, self.settings)
@@ -183,7 +177,9 @@ class PlybotWorker(SimpleWorker):
         if self.settings.solver_fresh_table:
             jobs.clear_tables()  # the first job, too, starts from an empty table
         super().bootstrap(*args, **kwargs)
-        self.log.info("pid %d: engine warm in %.2f s, serving %s", os.getpid(), seconds, self.queue_names())
+        self.log.info(
+            "pid %d: engine warm in %.2f s, serving %s", os.getpid(), seconds, self.queue_names()
+        )
         signal.signal(signal.SIGUSR1, self._on_interrupt)
         threading.Thread(target=self._housekeeping, name="housekeeping", daemon=True).start()
 
@@ -192,16 +188,15 @@ class PlybotWorker(SimpleWorker):
         super().teardown()
         self.connection.delete(keys.worker_info(self.name))
 
-    def request_force_stop(self, signum: int, frame: FrameType | None) -> None:
+    def request_force_stop(self, signum: int, _frame: FrameType | None) -> None:
         """A second signal: leave now; the job in hand goes back to the front of its queue."""
         running = self._running
         self.log.warning("cold shutdown (signal %d)", signum)
         if running is not None:
             self.log.warning("job %s goes back to the front of its queue", running.job.id)
-            try:
+            # (if Redis refuses, its lease lapses, and RQ's cleanup retries it)
+            with contextlib.suppress(redis.RedisError):
                 self._give_back(running.job, running.execution)
-            except redis.RedisError:
-                pass  # its lease lapses, and RQ's cleanup retries it
         with contextlib.suppress(redis.RedisError):
             self.register_death()
         # Not RQ's SystemExit: raised inside the job, RQ would record the job failed.
@@ -226,10 +221,11 @@ class PlybotWorker(SimpleWorker):
 
     def get_heartbeat_ttl(self, job: Job, working_time: float = 0.0) -> int:
         """A running job's lease in RQ's StartedJobRegistry: renewed by the housekeeping."""
-        return max(1, int(round(self.settings.worker_lease_s)))
+        del job, working_time  # the same lease for every job, however long it has run
+        return max(1, round(self.settings.worker_lease_s))
 
     def perform_job(self, job: Job, queue: Queue, execution: Execution) -> bool:
-        kind = kind_of_function(job.func_name) if _readable(job) else None
+        kind = kind_of_function(job.func_name or "") if _readable(job) else None
         jobs.current = jobs.JobContext(
             store=self.store,
             events=self._events,
@@ -294,7 +290,9 @@ class PlybotWorker(SimpleWorker):
         status = current.get_status(refresh=False) if current is not None else None
         if status == JobStatus.STARTED and current is not None and current.worker_name == self.name:
             return False
-        log.info("job %s is no longer this run's (%s): its end is not recorded here", job.id, status)
+        log.info(
+            "job %s is no longer this run's (%s): its end is not recorded here", job.id, status
+        )
         with self.connection.pipeline() as pipe:
             self.cleanup_execution(job, pipeline=pipe, execution=execution)
             pipe.execute()
@@ -310,7 +308,7 @@ class PlybotWorker(SimpleWorker):
     def _on_exception(
         self,
         job: Job,
-        exc_type: type[BaseException] | None,
+        _exc_type: type[BaseException] | None,
         exc_value: BaseException | None,
         _tb: TracebackType | None,
     ) -> bool:
@@ -320,13 +318,14 @@ class PlybotWorker(SimpleWorker):
             return True
         job.meta[META_ERROR] = describe(exc_value, job.timeout)
         job.save_meta()
-        if isinstance(exc_value, _FINAL) or isinstance(exc_value, JobTimeoutException):
+        if isinstance(exc_value, (*_FINAL, JobTimeoutException)):
             job.retries_left = 0  # RQ retries only while some are left
         return True
 
     def kill_horse(self, sig: signal.Signals = signal.SIGKILL) -> None:
         """RQ's stop-job command (and ``kill-horse``): a SimpleWorker has no horse to kill, so
         the job in hand is interrupted; RQ then records it stopped."""
+        del sig  # no process to signal: the job is interrupted in this one
         running = self._running
         if running is not None:
             self._stop_job(jobs.JobStopped("stopped by an operator (RQ's stop-job command)"))
@@ -434,9 +433,13 @@ class PlybotWorker(SimpleWorker):
         """RQ's cleanup of abandoned jobs (their lease lapsed), one worker at a time per queue."""
         for queue in self.queues:
             lock = keys.reaper(queue.name)
-            if not self.connection.set(lock, self.name, nx=True, px=max(100, int(self.settings.reaper_interval_s * 900))):
+            if not self.connection.set(
+                lock, self.name, nx=True, px=max(100, int(self.settings.reaper_interval_s * 900))
+            ):
                 continue
-            registry = StartedJobRegistry(queue.name, connection=self.connection, serializer=self.serializer)
+            registry = StartedJobRegistry(
+                queue.name, connection=self.connection, serializer=self.serializer
+            )
             expired = registry.get_expired_job_ids()
             if not expired:
                 continue

@@ -18,7 +18,7 @@ from bot.picture import (
     centre,
     contrast,
     size,
-    winning_line,
+    winning_lines,
 )
 from bot.render import (
     BOARD_FILE,
@@ -71,17 +71,33 @@ def test_board_picture_draws_stones_holes_and_the_last_move_where_they_are() -> 
     last = centre(position, 2, 0)  # yellow's last stone in column 3 carries a dot
     assert pixel(png, last) == RIM
     assert pixel(png, centre(position, 4, 0)) == STONES[0]  # no dot on older stones
-    assert winning_line(position) == []
+    assert winning_lines(position) == []
 
 
 def test_board_picture_joins_the_winning_four() -> None:
     position = new_game("connect4", "4455667")  # red along the bottom, columns 4 to 7
-    assert winning_line(position) == [(3, 0), (4, 0), (5, 0), (6, 0)]
+    assert winning_lines(position) == [[(3, 0), (4, 0), (5, 0), (6, 0)]]
     png = board_png(position)
     for column in range(3, 7):  # the stroke runs through every winning stone's centre
         assert pixel(png, centre(position, column, 0)) == RIM
     vertical = new_game("connect4", "1212121")
-    assert winning_line(vertical) == [(0, 0), (0, 1), (0, 2), (0, 3)]
+    assert winning_lines(vertical) == [[(0, 0), (0, 1), (0, 2), (0, 3)]]
+
+
+def test_a_drop_that_makes_two_fours_strokes_both() -> None:
+    # Yellow's last stone, column 4 fourth from the bottom, completes column 4 and the
+    # diagonal from column 1's bottom stone at once.
+    position = new_game("connect4", "21676276363664231433317474")
+    column_four = [(3, 0), (3, 1), (3, 2), (3, 3)]
+    diagonal = [(0, 0), (1, 1), (2, 2), (3, 3)]
+    assert winning_lines(position) == [column_four, diagonal]
+    png = board_png(position)
+    for cell in (*column_four, *diagonal):  # each stroke runs through its stones' centres
+        assert pixel(png, centre(position, *cell)) == RIM
+    # ...and between them: halfway along each line, the stroke, not the frame.
+    for a, b in ((column_four[0], column_four[1]), (diagonal[0], diagonal[1])):
+        (xa, ya), (xb, yb) = centre(position, *a), centre(position, *b)
+        assert pixel(png, ((xa + xb) // 2, (ya + yb) // 2)) == RIM
 
 
 def test_connect4_embed_shows_the_picture_and_no_emoji_grid() -> None:

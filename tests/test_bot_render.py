@@ -22,6 +22,7 @@ from bot.picture import (
 )
 from bot.render import (
     BOARD_FILE,
+    analysis_embed,
     analysis_text,
     board_picture,
     button_rows,
@@ -233,6 +234,40 @@ def test_analysis_text_lists_every_move_best_first() -> None:
     assert analysis_text(position, lost).splitlines()[1] == (
         "**Best move 5**: unclear, looks better for 🟡."
     )
+
+
+def test_tictactoe_analyses_name_the_marks_in_letters_not_low_contrast_emoji() -> None:
+    # Twemoji's ❌, ⭕ and 🅾️ are one red, 2.7:1 on the dark theme: the marks are letters,
+    # text in the theme's own colours (the last one in brackets, free cells by number).
+    position = new_game("tictactoe", "519")
+    result = AnalysisResult(
+        best_move="3",
+        score=0,
+        exact=True,
+        pv=["3"],
+        moves={"2": 0, "3": 0, "4": 0},
+        depth=6,
+        nodes=10,
+        time_ms=1.0,
+        cache="miss",
+        worker="w1",
+    )
+    embed = analysis_embed(position, result)
+    assert embed.description == (
+        "```\n O | 2 | 3 \n---+---+---\n 4 | X | 6 \n---+---+---\n 7 | 8 |(X)\n```"
+    )
+    assert embed.image.url is None  # no picture: the grid is the board
+    text = f"{embed.description}\n{embed.fields[0].value}"
+    assert text.splitlines()[7] == "Tic-tac-toe at `519`, O to move:"
+    for emoji in ("❌", "⭕", "🅾", "❎"):
+        assert emoji not in text
+
+
+def test_one_move_is_said_in_the_singular() -> None:
+    one = GameSession.start("tictactoe", ("111", "222"), notation="5")
+    assert status_line(one.resign("222")) == "⭕ <@222> resigned after 1 move: ❌ <@111> wins."
+    fr = one.model_copy(update={"meta": {"lang": "fr"}})
+    assert status_line(fr.resign("222")) == ("⭕ <@222> abandonne après 1 coup : ❌ <@111> gagne.")
 
 
 def test_stats_and_leaderboard_text() -> None:

@@ -132,7 +132,10 @@ class Update:
 
     @property
     def bot_to_move(self) -> bool:
-        return isinstance(self.table, GameSession) and self.table.bot_to_move
+        """Whether plybot is to move in a game still being played."""
+        return (
+            isinstance(self.table, GameSession) and playing(self.table) and self.table.bot_to_move
+        )
 
 
 class DiscordGames:
@@ -436,6 +439,8 @@ class DiscordGames:
         game moved on or ended meanwhile). A failed or lost job is asked again,
         up to :data:`BOT_MOVE_ATTEMPTS`; then the channel is told.
         """
+        if not playing(session):
+            return None
         try:
             turn = await self.bot_moves.advance(session, wait_s=None)
         except GameNotFoundError:

@@ -105,10 +105,6 @@ STRINGS: dict[str, dict[str, str]] = {
         "en": "That board was replaced by a newer one; play on it: {link}",
         "fr": "Ce plateau a été remplacé par un plus récent ; jouez sur celui-ci : {link}",
     },
-    "aborted": {
-        "en": "This game ended with no result: {why}",
-        "fr": "Cette partie s'est arrêtée sans résultat : {why}",
-    },
     "aborted_permissions_told": {
         "en": "plybot can no longer show this game here (missing: {missing}), so the game "
         "ended with no result: it counts in no rating or record. Ask a server admin to give "
@@ -313,12 +309,6 @@ STRINGS: dict[str, dict[str, str]] = {
         "without one.",
         "fr": "{who}, votre partie ({game}) attend votre coup : sans coup, vous perdez par "
         "forfait <t:{t}:R>.",
-    },
-    "bot_move_failed": {
-        "en": "plybot could not choose its move ({reason}). It will try again shortly; "
-        "`/resign` ends the game.",
-        "fr": "plybot n'a pas pu choisir son coup ({reason}). Il réessaiera sous peu ; "
-        "`/resign` met fin à la partie.",
     },
     "result_draw": {
         "en": "{game}: {a} and {b} drew after {moves}.",

@@ -122,7 +122,8 @@ def test_a_redis_stall_past_discords_deadline_leaves_no_interaction_unanswered(
             await world.until(
                 lambda: (
                     len(world.interactions) == first + 8
-                    and all(i.answered_at is not None for i in world.interactions[first:])
+                    # answered, or refused (too late): the state either way
+                    and all(i.answered_at or i.refused for i in world.interactions[first:])
                 ),
                 "eight acknowledgements while Redis is stalled",
             )
@@ -346,6 +347,33 @@ def test_permissions_revoked_while_plybot_thinks_end_the_game_and_the_player_hea
         stats = await world.slash(bot, "stats", alice, guild_id=GUILD, channel_id=CHANNEL)
         assert stats.shown is not None
         assert stats.shown.text.splitlines()[-1] == "No finished games yet."
+
+    run_with_bot(world, settings, redis_url, scenario)
+
+
+def test_permissions_revoked_before_the_move_warning_end_the_game_without_a_forfeit(
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
+) -> None:
+    world = discord_world
+
+    async def scenario(bot: Any) -> None:
+        cog = bot.get_cog("Games")
+        alice, bob = world.user("alice"), world.user("bob")
+        board = await game_between(world, bot, alice, bob)
+        world.permissions[CHANNEL] = SEE_AND_SEND  # nobody presses after this
+        timeout = settings.bot_inactivity_timeout_s
+        await cog.sweep(now=time.time() + timeout * 0.9)  # the warning cannot be shown...
+        await cog.sweep(now=time.time() + timeout + 1)  # ...so there is no forfeit after it
+        await cog.idle()
+        world.permissions.pop(CHANNEL)
+        for user in (alice, bob):
+            stats = await world.slash(bot, "stats", user, guild_id=GUILD, channel_id=CHANNEL)
+            assert stats.shown is not None
+            assert stats.shown.text.splitlines()[-1] == "No finished games yet."
+        pressed = await world.press(bot, alice, board, "5")
+        assert pressed.ephemeral == ["This game is over."]
+        assert "Ended with no result after 0 moves: plybot lost its permissions" in board.text
+        assert "forfeit" not in board.text
 
     run_with_bot(world, settings, redis_url, scenario)
 

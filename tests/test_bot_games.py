@@ -269,9 +269,7 @@ def test_challenge_declined_and_challenge_expired(
         await cog.sweep(now=time.time() + settings.bot_challenge_expiry_s + 1)
         assert f"Expired: {alice.mention} did not answer in time." in expiring.text
         assert expiring.buttons() == []
-        assert announcements(world)[-1] == (
-            f"The challenge to {alice.mention} expired unanswered."
-        )
+        assert announcements(world)[-1] == (f"The challenge to {alice.mention} expired unanswered.")
         answer = await world.press_custom_id(
             bot, alice, expiring, expiring.history[0]["buttons"][0].custom_id
         )

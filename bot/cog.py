@@ -543,13 +543,19 @@ class Games(commands.Cog, name=COG_NAME):
         missing = _missing(interaction)
         if not missing:
             return False
-        ended = await self._guarded(self.service.abort(game_id, "permissions"))
+        user = str(interaction.user.id)
+        ended = await self._guarded(self.service.abort(game_id, "permissions", by=user))
+        if ended is None:  # not a player's, or over already: the press is answered as such
+            return False
+        if isinstance(ended, Notice):
+            await self._tell(interaction, ended)
+            return True
         lang = _lang(interaction)
         await self._tell(
             interaction, say("aborted_permissions_told", lang, missing=", ".join(missing))
         )
-        if isinstance(ended, Update):
-            await interaction.edit_original_response(content=None, **self._draw(ended))
+        await interaction.edit_original_response(content=None, **self._draw(ended))
+        self._after(ended)
         return True
 
     async def _answer(self, interaction: discord.Interaction[Any], result: Notice | Update) -> None:
@@ -614,7 +620,10 @@ class Games(commands.Cog, name=COG_NAME):
             return
         ended = await self.service.abort(table.id, "permissions")
         pressed = self._pressed.pop(table.id, None)
-        if ended is None or pressed is None:
+        if ended is None:
+            return
+        self._after(ended)
+        if pressed is None:
             return
         text = say("aborted_permissions_told", _lang(pressed), missing=str(error.text or error))
         try:

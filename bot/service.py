@@ -457,12 +457,13 @@ class DiscordGames:
             return await self.abort(session.id, "bot_failed")
         return None
 
-    async def abort(self, game_id: str, why: str) -> Update | None:
+    async def abort(self, game_id: str, why: str, *, by: str | None = None) -> Update | None:
         """End game ``game_id`` with no result because the service cannot continue it
         (``why``: ``permissions``, ``no_workers`` or ``bot_failed``, a ``why_*`` key of
         :mod:`bot.strings`): no record or rating changes, its claims are freed, and the
         channel is told why. ``None`` if it was no longer being played (then whoever
-        ended it says so).
+        ended it says so), or ``by`` (the user whose action found it out) does not play
+        in it.
 
         The end is atomic: the session is marked (``meta["aborted"]``, with no job
         awaited, so a late answer of the workers is dropped) and settled uncounted in one
@@ -470,7 +471,7 @@ class DiscordGames:
         """
 
         def mark(s: GameSession) -> GameSession:
-            if not playing(s):
+            if not playing(s) or (by is not None and by not in s.players):
                 return s
             return s.model_copy(update={"meta": {**s.meta, ABORTED: why}, "pending": None})
 

@@ -295,6 +295,9 @@ def test_permissions_revoked_before_a_press_end_the_game_without_a_result(
         board = start.shown
         assert board is not None
         world.permissions[CHANNEL] = SEE_AND_SEND
+        stranger = await world.press(bot, world.user("carol"), board, "5")
+        assert stranger.ephemeral == ["You are not playing in this game."]  # not hers to end
+        assert "to play" in board.text
         press = await world.press(bot, alice, board, "5")
         assert press.ephemeral == [
             "plybot can no longer show this game here (missing: Embed Links, Attach Files, "

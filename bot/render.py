@@ -421,14 +421,15 @@ def _duration(ms: float, lang: str = "en") -> str:
 
 
 def analysis_embed(position: Game, result: AnalysisResult, lang: str = "en") -> discord.Embed:
-    """The analysed board (the picture, when :func:`board_picture` draws one) and the text."""
-    pictured = board_picture(position) is not None
+    """The analysed board (pointing at the picture, when :func:`board_picture` draws one:
+    the caller attaches it) and the text."""
+    picture = pictured(position)
     embed = discord.Embed(
         title=say("analysis_title", lang, game=title(position.name, lang)),
-        description=None if pictured else grid(position),
+        description=None if picture else grid(position),
         color=GREY,
     )
-    if pictured:
+    if picture:
         embed.set_image(url=f"attachment://{BOARD_FILE}")
     text = analysis_text(position, result, lang)[:1024]
     embed.add_field(name=say("analysis_field", lang), value=text, inline=False)

@@ -79,6 +79,21 @@ async def game_between(
     return board
 
 
+async def against_plybot(world: DiscordWorld, bot: Any, user: FakeUser, game: str) -> FakeMessage:
+    """``user`` starts ``game`` against plybot (easy, ``user`` first): the board."""
+    start = await world.slash(bot, game, user, guild_id=GUILD, channel_id=CHANNEL, level="easy")
+    board = start.shown
+    assert board is not None, start.ephemeral
+    return board
+
+
+async def record(world: DiscordWorld, bot: Any, user: FakeUser) -> str:
+    """The last line of ``user``'s ``/stats`` (their latest record, or that there is none)."""
+    stats = await world.slash(bot, "stats", user, guild_id=GUILD, channel_id=CHANNEL)
+    assert stats.shown is not None, stats.ephemeral
+    return stats.shown.text.splitlines()[-1]
+
+
 # -- 1. a Redis stall -------------------------------------------------------------------------
 
 
@@ -232,10 +247,8 @@ def test_two_resignations_at_once_announce_the_result_once(
         # The later one hears the game is over (or, once its claim is freed, that there
         # is no game of theirs left in the channel).
         assert told in ([["This game is over."]], [["You have no game in this channel."]])
-        stats = await world.slash(bot, "stats", alice, guild_id=GUILD, channel_id=CHANNEL)
-        assert stats.shown is not None
-        record = stats.shown.text.splitlines()[-1]  # one game counted, not two
-        assert record.endswith((" 0 / 0 / 1", " 1 / 0 / 0")), record
+        counted = await record(world, bot, alice)  # one game counted, not two
+        assert counted.endswith((" 0 / 0 / 1", " 1 / 0 / 0")), counted
 
     run_with_bot(world, settings, redis_url, scenario)
 
@@ -289,11 +302,7 @@ def test_permissions_revoked_before_a_press_end_the_game_without_a_result(
     async def scenario(bot: Any) -> None:
         cog = bot.get_cog("Games")
         alice = world.user("alice")
-        start = await world.slash(
-            bot, "tictactoe", alice, guild_id=GUILD, channel_id=CHANNEL, level="easy"
-        )
-        board = start.shown
-        assert board is not None
+        board = await against_plybot(world, bot, alice, "tictactoe")
         world.permissions[CHANNEL] = SEE_AND_SEND
         stranger = await world.press(bot, world.user("carol"), board, "5")
         assert stranger.ephemeral == ["You are not playing in this game."]  # not hers to end
@@ -309,9 +318,7 @@ def test_permissions_revoked_before_a_press_end_the_game_without_a_result(
         await cog.sweep(now=time.time() + 3 * 3600)  # long past any move timeout
         assert "forfeit" not in board.text
         world.permissions.pop(CHANNEL)
-        stats = await world.slash(bot, "stats", alice, guild_id=GUILD, channel_id=CHANNEL)
-        assert stats.shown is not None
-        assert stats.shown.text.splitlines()[-1] == "No finished games yet."
+        assert await record(world, bot, alice) == "No finished games yet."
         # The game no longer holds the channel: a new one starts.
         again = await world.slash(bot, "tictactoe", alice, guild_id=GUILD, channel_id=CHANNEL)
         assert again.ephemeral == []
@@ -328,11 +335,7 @@ def test_permissions_revoked_while_plybot_thinks_end_the_game_and_the_player_hea
     async def scenario(bot: Any) -> None:
         cog = bot.get_cog("Games")
         alice = world.user("alice")
-        start = await world.slash(
-            bot, "connect4", alice, guild_id=GUILD, channel_id=CHANNEL, level="easy"
-        )
-        board = start.shown
-        assert board is not None
+        board = await against_plybot(world, bot, alice, "connect4")
         # plybot's move is ready to show when its permissions go.
         edit = rf"/channels/{CHANNEL}/messages/{board.id}"
         async with world.holding("PATCH", edit) as hold:
@@ -347,9 +350,7 @@ def test_permissions_revoked_while_plybot_thinks_end_the_game_and_the_player_hea
         await cog.sweep(now=time.time() + 3 * 3600)
         assert "forfeit" not in board.text
         world.permissions.pop(CHANNEL)
-        stats = await world.slash(bot, "stats", alice, guild_id=GUILD, channel_id=CHANNEL)
-        assert stats.shown is not None
-        assert stats.shown.text.splitlines()[-1] == "No finished games yet."
+        assert await record(world, bot, alice) == "No finished games yet."
 
     run_with_bot(world, settings, redis_url, scenario)
 
@@ -370,9 +371,7 @@ def test_permissions_revoked_before_the_move_warning_end_the_game_without_a_forf
         await cog.idle()
         world.permissions.pop(CHANNEL)
         for user in (alice, bob):
-            stats = await world.slash(bot, "stats", user, guild_id=GUILD, channel_id=CHANNEL)
-            assert stats.shown is not None
-            assert stats.shown.text.splitlines()[-1] == "No finished games yet."
+            assert await record(world, bot, user) == "No finished games yet."
         pressed = await world.press(bot, alice, board, "5")
         assert pressed.ephemeral == ["This game is over."]
         assert "Ended with no result after 0 moves: plybot lost its permissions" in board.text
@@ -393,11 +392,7 @@ def test_workers_lost_end_the_game_at_once_without_a_result(
     async def scenario(bot: Any) -> None:
         cog = bot.get_cog("Games")
         alice = world.user("alice")
-        start = await world.slash(
-            bot, "tictactoe", alice, guild_id=GUILD, channel_id=CHANNEL, level="easy"
-        )
-        board = start.shown
-        assert board is not None, start.ephemeral
+        board = await against_plybot(world, bot, alice, "tictactoe")
         await asyncio.to_thread(pool.stop)
         await asyncio.to_thread(
             wait_for, lambda: not pool.workers(), "the workers gone from the registry"
@@ -412,9 +407,7 @@ def test_workers_lost_end_the_game_at_once_without_a_result(
             "plybot's engine went offline. It counts in no rating or record; Rematch starts "
             "a new one."
         )
-        stats = await world.slash(bot, "stats", alice, guild_id=GUILD, channel_id=CHANNEL)
-        assert stats.shown is not None
-        assert stats.shown.text.splitlines()[-1] == "No finished games yet."
+        assert await record(world, bot, alice) == "No finished games yet."
 
     try:
         pool.wait_ready()
@@ -479,11 +472,7 @@ def test_a_bot_move_parses_once_and_draws_one_picture_per_redraw(
     async def scenario(bot_: Any) -> None:
         cog = bot_.get_cog("Games")
         alice = world.user("alice")
-        start = await world.slash(
-            bot_, "connect4", alice, guild_id=GUILD, channel_id=CHANNEL, level="easy"
-        )
-        board = start.shown
-        assert board is not None
+        board = await against_plybot(world, bot_, alice, "connect4")
         for column in ("4", "4", "3"):
             parses.clear()
             pictures.clear()

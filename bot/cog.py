@@ -686,18 +686,33 @@ class Games(commands.Cog, name=COG_NAME):
     async def _bot_move(self, game_id: str) -> None:
         try:
             session = await self.service.games.get(game_id)
-            if session.bot_to_move and await self.service.workers_alive() == 0:
-                # Nobody can compute the move: end the game now rather than after the
-                # job's time-to-live, with no result (the player did nothing wrong).
-                update = await self.service.abort(game_id, "no_workers")
-            else:
-                update = await self.service.await_bot_move(session)
+            update = await self._bot_move_or_abort(session)
             if update is not None:
                 await self.show(update)
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("game %s: the bot's move failed", game_id)
+
+    async def _bot_move_or_abort(self, session: GameSession) -> Update | None:
+        """plybot's move in ``session`` (see :meth:`DiscordGames.await_bot_move`), or the
+        game's end with no result as soon as no worker is alive to compute it: before the
+        move is asked, and every worker lease while it is awaited (not after the job's
+        time-to-live, a minute on, with only a resignation, a loss, to get out)."""
+        if session.bot_to_move and await self.service.workers_alive() == 0:
+            return await self.service.abort(session.id, "no_workers")
+        move = asyncio.ensure_future(self.service.await_bot_move(session))
+        try:
+            while True:
+                done, _ = await asyncio.wait({move}, timeout=self.settings.worker_lease_s)
+                if done:
+                    return move.result()
+                if await self.service.workers_alive() == 0:
+                    move.cancel()
+                    return await self.service.abort(session.id, "no_workers")
+        finally:
+            if not move.done():
+                move.cancel()
 
     async def sweep(self, now: float | None = None) -> None:
         """One pass of the sweeper: expiries and forfeits shown, stuck bot moves asked again."""

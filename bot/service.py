@@ -470,9 +470,12 @@ class DiscordGames:
         step each; a game that ended meanwhile keeps its result.
         """
 
+        awaited: list[str] = []  # the job of plybot's move the stored game awaited
+
         def mark(s: GameSession) -> GameSession:
             if not playing(s) or (by is not None and by not in s.players):
                 return s
+            awaited[:] = [] if s.pending is None else [s.pending.job_id]
             return s.model_copy(update={"meta": {**s.meta, ABORTED: why}, "pending": None})
 
         try:
@@ -481,6 +484,8 @@ class DiscordGames:
             return None
         if aborted(session) != why:
             return None
+        for job_id in awaited:  # nobody waits for it now (it goes on if others share it)
+            await self.jobs.withdraw(job_id)
         guild_id = session.meta.get("guild", "")
         humans = [p for p in session.players if p != BOT]
         settled = await self.stats.settle(

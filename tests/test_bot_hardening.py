@@ -416,6 +416,38 @@ def test_workers_lost_end_the_game_at_once_without_a_result(
         pool.stop()
 
 
+def test_workers_that_stop_answering_mid_move_end_the_game_at_once(
+    redis_server: RedisServer, discord_world: DiscordWorld
+) -> None:
+    world = discord_world
+    url = redis_server.url.rsplit("/", 1)[0] + "/10"
+    settings = bot_settings(url)
+    pool = WorkerPool(url, 1, "interactive,analysis")
+    hung: list[int] = []
+
+    async def scenario(bot: Any) -> None:
+        cog = bot.get_cog("Games")
+        alice = world.user("alice")
+        board = await against_plybot(world, bot, alice, "tictactoe")
+        (name,) = pool.workers()
+        hung.append(pool.kill_worker(name, signal.SIGSTOP))  # it hangs; its lease lapses
+        press = await world.press(bot, alice, board, "5")
+        assert press.ephemeral == []
+        await cog.idle()  # the state: plybot's move is settled one way or the other
+        # Told that the engine went offline (once its lease lapsed), not that plybot's
+        # move failed three times over (each a minute later).
+        assert "Ended with no result after 1 move: plybot's engine went offline." in board.text
+        assert await record(world, bot, alice) == "No finished games yet."
+
+    try:
+        pool.wait_ready()
+        run_with_bot(world, settings, url, scenario)
+    finally:
+        for pid in hung:
+            os.kill(pid, signal.SIGCONT)
+        pool.stop()
+
+
 # -- 7. words and pings at the end ------------------------------------------------------------
 
 

@@ -65,6 +65,8 @@ log = logging.getLogger(__name__)
 
 #: Slash commands whose every answer only the user sees: deferred ephemerally.
 PRIVATE_COMMANDS = frozenset({"settings", "help"})
+#: Discord's error code for an interaction acknowledged already (by another process).
+ALREADY_ACKNOWLEDGED = 40060
 #: ``interaction.extras`` flag: a public "thinking" message awaits the first follow-up.
 _LOADING = "plybot-loading"
 
@@ -765,7 +767,10 @@ class Games(commands.Cog, name=COG_NAME):
                 await interaction.response.defer(thinking=True, ephemeral=private)
                 interaction.extras[_LOADING] = not private
         except discord.HTTPException as exc:
-            log.info("interaction %s not taken here: %s", interaction.id, exc)
+            if exc.code == ALREADY_ACKNOWLEDGED:  # another process took it: as designed
+                log.info("interaction %s taken by another process", interaction.id)
+            else:
+                log.warning("cannot acknowledge interaction %s: %s", interaction.id, exc)
             return False
         return True
 

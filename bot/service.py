@@ -17,8 +17,10 @@ and the limits and stats are single atomic steps in Redis (:mod:`bot.limits`,
 Life of a game: ``start`` creates a game against plybot, or a challenge that
 ``accept`` turns into a game (both take their claims at once); ``press``,
 ``resign`` and ``sweep`` end it; every end goes through ``_settle``, which
-counts it once and frees its claims. While the bot is to move,
-``request_bot_move`` submits a job and records it in the session, and
+counts it once and frees its claims (and decides, being one atomic step, which of
+two callers ending a game at once announces it). ``abort`` ends a game the service
+cannot continue (plybot's permissions gone, no worker left) with no result. While
+the bot is to move, ``request_bot_move`` submits a job and records it in the session, and
 ``await_bot_move`` plays the answer (both through :mod:`worker.core.bot_moves`, as the
 HTTP API's games do); ``recover`` finds the games whose bot move was in flight
 when the bot stopped.

@@ -8,9 +8,11 @@ accepts is the one that handles it. Then the handler asks the service and
 answers by follow-up: a :class:`~bot.service.Notice` ephemerally (a public
 "thinking" message is deleted first, so that nobody else sees it), an
 :class:`~bot.service.Update` by redrawing the game's message. A Redis that does
-not answer within its socket timeout becomes the ephemeral "unavailable" notice. Work that waits on
-the workers (the bot's moves) runs in background tasks, so the event loop never
-waits on the engine; the sweeper task expires challenges and forfeits idle games.
+not answer within its socket timeout becomes the ephemeral "unavailable" notice.
+Work that waits on the workers (the bot's moves) runs in background tasks, so the
+event loop never waits on the engine; the sweeper task expires challenges and
+forfeits idle games. A game plybot can no longer show, or whose move no worker is
+left to compute, ends with no result (:meth:`~bot.service.DiscordGames.abort`).
 
 Languages (see :mod:`bot.strings`): what only the user who acted sees (an
 ephemeral reply) is in their Discord language; what the channel sees (boards,
@@ -299,8 +301,8 @@ class Games(commands.Cog, name=COG_NAME):
     @app_commands.guild_only()
     async def board(self, interaction: discord.Interaction[Any]) -> None:
         """The game's board again, as a new message at the bottom of the channel; the old
-        one is retired (its buttons disabled, a link to the new one), so only one board
-        of a game can be played on."""
+        one is retired (its buttons removed, a link to the new one in their place), so
+        only one board of a game can be played on."""
         found = await self._guarded(
             self.service.game_in_channel(str(interaction.channel_id), str(interaction.user.id))
         )

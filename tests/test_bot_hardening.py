@@ -101,7 +101,7 @@ def test_a_redis_stall_past_discords_deadline_leaves_no_interaction_unanswered(
     discord_world: DiscordWorld, own_redis: RedisServer
 ) -> None:
     world = discord_world
-    settings = bot_settings(own_redis.url, redis_socket_timeout_s=3.0)
+    settings = bot_settings(own_redis.url, redis_socket_timeout_s=4.0)  # a 4 s stall
     assert own_redis.process is not None
     pid = own_redis.process.pid
 

@@ -1,11 +1,18 @@
 """The slash commands and button handlers: a thin layer from Discord to :mod:`bot.service`.
 
-Each handler answers its interaction at once (a reply from Redis alone, bounded
-by :data:`QUICK_S`, or a ``defer``), asks the service, and shows what the
-service returns: a :class:`~bot.service.Notice` ephemerally, an
-:class:`~bot.service.Update` by redrawing the game's message. Work that waits on
-the workers (the bot's moves) runs in background tasks, so the event loop never
-waits on the engine; the sweeper task expires challenges and forfeits idle games.
+Every interaction is acknowledged first, before any call to Redis (which may
+stall longer than Discord's 3 s): :meth:`Games.claim` defers it (a slash
+command "thinking", public unless the command only ever answers its user; a
+button, a deferred update), and the process whose acknowledgement Discord
+accepts is the one that handles it. Then the handler asks the service and
+answers by follow-up: a :class:`~bot.service.Notice` ephemerally (a public
+"thinking" message is deleted first, so that nobody else sees it), an
+:class:`~bot.service.Update` by redrawing the game's message. A Redis that does
+not answer within its socket timeout becomes the ephemeral "unavailable" notice.
+Work that waits on the workers (the bot's moves) runs in background tasks, so the
+event loop never waits on the engine; the sweeper task expires challenges and
+forfeits idle games. A game plybot can no longer show, or whose move no worker is
+left to compute, ends with no result (:meth:`~bot.service.DiscordGames.abort`).
 
 Languages (see :mod:`bot.strings`): what only the user who acted sees (an
 ephemeral reply) is in their Discord language; what the channel sees (boards,
@@ -20,9 +27,9 @@ not the interaction's webhook (valid for 15 minutes only): a game lasts longer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import logging
-import os
 from collections.abc import Awaitable
 from typing import Any, Literal, TypeVar
 
@@ -41,6 +48,8 @@ from bot.render import (
     help_embed,
     leaderboard_text,
     mention,
+    message_link,
+    playing,
     stats_text,
     table_language,
     title,
@@ -56,8 +65,12 @@ from worker.core.games import BOT, GameSession
 
 log = logging.getLogger(__name__)
 
-#: Longest a handler waits on Redis before its first answer (Discord allows 3 s).
-QUICK_S = 2.0
+#: Slash commands whose every answer only the user sees: deferred ephemerally.
+PRIVATE_COMMANDS = frozenset({"settings", "help"})
+#: Discord's error code for an interaction acknowledged already (by another process).
+ALREADY_ACKNOWLEDGED = 40060
+#: ``interaction.extras`` flag: a public "thinking" message awaits the first follow-up.
+_LOADING = "plybot-loading"
 
 First = Literal["me", "opponent", "random"]
 #: The games a command offers: the engine's registry.
@@ -135,12 +148,17 @@ def draw(
     deadline: float | None = None,
 ) -> dict[str, Any]:
     """The message (embed, buttons, board picture) showing ``table``, as keyword arguments
-    for a send (``new``) or an edit (which replaces the picture)."""
+    for a send (``new``) or an edit (which replaces the picture). A game's notation is
+    parsed once and its picture drawn once per call."""
     if isinstance(table, Challenge):
         view = challenge_view(table) if closed is None else None
         return {"embed": challenge_embed(table, closed), "view": view}
-    drawn: dict[str, Any] = {"embed": game_embed(table, deadline), "view": game_view(table)}
-    return drawn | pictures(table.position(), new=new)
+    position = table.position()  # parsed once for the embed, the buttons and the picture
+    drawn: dict[str, Any] = {
+        "embed": game_embed(table, position, deadline),
+        "view": game_view(table, position),
+    }
+    return drawn | pictures(position, new=new)
 
 
 def pictures(position: Game, *, new: bool) -> dict[str, Any]:
@@ -178,6 +196,9 @@ class Games(commands.Cog, name=COG_NAME):
         self._bot_moves: dict[str, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._sweeper: asyncio.Task[None] | None = None
+        #: The last press that left plybot to move, per game: it reaches its player
+        #: ephemerally (15 minutes) even where plybot may no longer post.
+        self._pressed: dict[str, discord.Interaction[Any]] = {}
 
     # -- life cycle ------------------------------------------------------------------
 
@@ -244,63 +265,56 @@ class Games(commands.Cog, name=COG_NAME):
     ) -> None:
         request = self.service.analysis_request(game, position)
         if isinstance(request, Notice):
-            await interaction.response.send_message(
-                request.told(_lang(interaction)), ephemeral=True
-            )
-            return
-        alive = await self._quick(self.service.workers_alive())
-        if alive == 0:
-            await interaction.response.send_message(
-                _NO_WORKERS.told(_lang(interaction)), ephemeral=True
-            )
+            await self._tell(interaction, request)
             return
         guild_id = None if interaction.guild_id is None else str(interaction.guild_id)
-        lang = await self._quick(self.service.public_language(guild_id, _guild_lang(interaction)))
+        lang = await self._guarded(
+            self.service.analysis_gate(str(interaction.user.id), guild_id, _guild_lang(interaction))
+        )
         if isinstance(lang, Notice):
-            await interaction.response.send_message(lang.told(_lang(interaction)), ephemeral=True)
-            return
-        refused = await self._quick(self.service.analyze_cooldown(str(interaction.user.id)))
-        if refused is not None:
-            await interaction.response.send_message(
-                refused.told(_lang(interaction)), ephemeral=True
-            )
+            await self._tell(interaction, lang)
             return
         # The answer is public (the deferred message): in the server's language.
-        await interaction.response.defer(thinking=True)
         result = await self.service.analyze(request)
         if isinstance(result, Notice):
-            await interaction.edit_original_response(content=result.told(lang))
+            await self._show_public(interaction, content=result.told(lang))
         else:
             board = request.board()
-            await interaction.edit_original_response(
-                embed=analysis_embed(board, result, lang), **pictures(board, new=False)
+            await self._show_public(
+                interaction, embed=analysis_embed(board, result, lang), **pictures(board, new=True)
             )
 
     @app_commands.command(name="resign", description=_t("cmd_resign"))
     @app_commands.guild_only()
     async def resign(self, interaction: discord.Interaction[Any]) -> None:
-        result = await self._quick(
+        result = await self._guarded(
             self.service.resign(str(interaction.channel_id), str(interaction.user.id))
         )
         if isinstance(result, Notice):
-            await interaction.response.send_message(result.told(_lang(interaction)), ephemeral=True)
+            await self._tell(interaction, result)
             return
         resigned = result.announce or say("resigned", table_language(result.table))
-        await interaction.response.send_message(resigned, allowed_mentions=quiet())
+        await self._show_public(interaction, content=resigned, allowed_mentions=quiet())
         self._spawn(self.show(result, announce=False))
 
     @app_commands.command(name="board", description=_t("cmd_board"))
     @app_commands.guild_only()
     async def board(self, interaction: discord.Interaction[Any]) -> None:
-        found = await self._quick(
+        """The game's board again, as a new message at the bottom of the channel; the old
+        one is retired (its buttons removed, a link to the new one in their place), so
+        only one board of a game can be played on."""
+        found = await self._guarded(
             self.service.game_in_channel(str(interaction.channel_id), str(interaction.user.id))
         )
         if isinstance(found, Notice):
-            await interaction.response.send_message(found.told(_lang(interaction)), ephemeral=True)
+            await self._tell(interaction, found)
             return
         if not await self._can_show(interaction):
             return
-        await self._post(interaction, found)
+        old = found.meta.get("message")
+        new = await self._post(interaction, found)
+        if old and old != new:
+            self._spawn(self._retire(found, old, new))
 
     @app_commands.command(name="stats", description=_t("cmd_stats"))
     @app_commands.describe(user=_t("opt_user"))
@@ -310,15 +324,15 @@ class Games(commands.Cog, name=COG_NAME):
     ) -> None:
         who = str((user or interaction.user).id)
         asked = self.service.user_stats(str(interaction.guild_id), who)
-        found = await self._quick(self._with_language(interaction, asked))
+        found = await self._guarded(self._with_language(interaction, asked))
         if isinstance(found, Notice):
-            await interaction.response.send_message(found.told(_lang(interaction)), ephemeral=True)
+            await self._tell(interaction, found)
             return
         stats, lang = found
         embed = discord.Embed(
             title=say("stats_title", lang), description=stats_text(who, stats, lang)
         )
-        await interaction.response.send_message(embed=embed)
+        await self._show_public(interaction, embed=embed)
 
     @app_commands.command(name="leaderboard", description=_t("cmd_leaderboard"))
     @app_commands.describe(game=_t("opt_leaderboard_game"))
@@ -328,16 +342,16 @@ class Games(commands.Cog, name=COG_NAME):
         self, interaction: discord.Interaction[Any], game: str = "connect4"
     ) -> None:
         asked = self.service.leaderboard(str(interaction.guild_id), game)
-        found = await self._quick(self._with_language(interaction, asked))
+        found = await self._guarded(self._with_language(interaction, asked))
         if isinstance(found, Notice):
-            await interaction.response.send_message(found.told(_lang(interaction)), ephemeral=True)
+            await self._tell(interaction, found)
             return
         standings, lang = found
         embed = discord.Embed(
             title=say("leaderboard_title", lang, game=title(game, lang)),
             description=leaderboard_text(game, standings, lang),
         )
-        await interaction.response.send_message(embed=embed)
+        await self._show_public(interaction, embed=embed)
 
     @app_commands.command(name="settings", description=_t("cmd_settings"))
     @app_commands.describe(
@@ -363,14 +377,12 @@ class Games(commands.Cog, name=COG_NAME):
         the default permission hides the command from others, and this check holds even
         where a server overrides it). The reply is ephemeral: in the manager's language."""
         if not interaction.permissions.manage_guild:
-            await interaction.response.send_message(
-                say("managers_only", _lang(interaction)), ephemeral=True
-            )
+            await self._tell(interaction, say("managers_only", _lang(interaction)))
             return
         store = self.service.guild_settings
         guild_id = str(interaction.guild_id)
         try:
-            found = await self._quick(
+            found = await self._guarded(
                 store.change(
                     guild_id,
                     level=level,
@@ -381,12 +393,10 @@ class Games(commands.Cog, name=COG_NAME):
                 )
             )
         except ValueError:
-            await interaction.response.send_message(
-                say("timeout_bounds", _lang(interaction)), ephemeral=True
-            )
+            await self._tell(interaction, say("timeout_bounds", _lang(interaction)))
             return
         if isinstance(found, Notice):
-            await interaction.response.send_message(found.told(_lang(interaction)), ephemeral=True)
+            await self._tell(interaction, found)
             return
         changed = any(x is not None for x in (level, move_timeout, channel, language))
         changed = changed or any_channel
@@ -395,44 +405,46 @@ class Games(commands.Cog, name=COG_NAME):
         lines.append(found.describe(lang, _guild_lang(interaction)))
         if changed:
             lines.append(say("settings_note", lang))
-        await interaction.response.send_message("\n".join(lines), ephemeral=True)
+        await self._tell(interaction, "\n".join(lines))
 
     @app_commands.command(name="help", description=_t("cmd_help"))
     async def help(self, interaction: discord.Interaction[Any]) -> None:
-        await interaction.response.send_message(
-            embed=help_embed(_lang(interaction)), ephemeral=True
-        )
+        await interaction.followup.send(embed=help_embed(_lang(interaction)), ephemeral=True)
 
-    # -- button handlers (called by bot.views) ------------------------------------------
+    # -- button handlers (called by bot.views; the press is acknowledged already) ---------
 
     async def on_move(
         self, interaction: discord.Interaction[Any], game_id: str, ply: int, move: int
     ) -> None:
-        await interaction.response.defer()
+        if await self._lost_permissions(interaction, game_id):
+            return
         result = await self._guarded(
-            self.service.press(game_id, str(interaction.user.id), ply, move)
+            self.service.press(
+                game_id, str(interaction.user.id), ply, move, message_id=_message_id(interaction)
+            )
         )
         await self._answer(interaction, result)
 
     async def on_resign_button(self, interaction: discord.Interaction[Any], game_id: str) -> None:
-        await interaction.response.defer()
-        result = await self._guarded(self.service.resign_game(game_id, str(interaction.user.id)))
+        result = await self._guarded(
+            self.service.resign_game(
+                game_id, str(interaction.user.id), message_id=_message_id(interaction)
+            )
+        )
         await self._answer(interaction, result)
 
     async def on_rematch(self, interaction: discord.Interaction[Any], game_id: str) -> None:
         """A new game (or challenge) posted as a new message under the finished one."""
         user = str(interaction.user.id)
-        result = await self._quick(self.service.rematch(game_id, user, _guild_lang(interaction)))
+        result = await self._guarded(self.service.rematch(game_id, user, _guild_lang(interaction)))
         await self._begin(interaction, result)
 
     async def on_challenge(
         self, interaction: discord.Interaction[Any], challenge_id: str, answer: str
     ) -> None:
-        await interaction.response.defer()
         user = str(interaction.user.id)
         if answer == "accept":
-            message_id = str(interaction.message.id) if interaction.message else ""
-            call = self.service.accept(challenge_id, user, message_id)
+            call = self.service.accept(challenge_id, user, _message_id(interaction) or "")
         else:
             call = self.service.decline(challenge_id, user)
         await self._answer(interaction, await self._guarded(call))
@@ -452,12 +464,10 @@ class Games(commands.Cog, name=COG_NAME):
         plays_bot = opponent is None or (me is not None and opponent.id == me.id)
         if not await self._can_show(interaction):
             return
-        if plays_bot and await self._quick(self.service.workers_alive()) == 0:
-            await interaction.response.send_message(
-                _NO_WORKERS.told(_lang(interaction)), ephemeral=True
-            )
+        if plays_bot and await self._guarded(self.service.workers_alive()) == 0:
+            await self._tell(interaction, _NO_WORKERS)
             return
-        result = await self._quick(
+        result = await self._guarded(
             self.service.start(
                 guild_id=str(interaction.guild_id),
                 channel_id=str(interaction.channel_id),
@@ -476,7 +486,7 @@ class Games(commands.Cog, name=COG_NAME):
     async def _begin(self, interaction: discord.Interaction[Any], result: Notice | Update) -> None:
         """Answer with a new game's board or a challenge (or the Notice refusing it)."""
         if isinstance(result, Notice):
-            await interaction.response.send_message(result.told(_lang(interaction)), ephemeral=True)
+            await self._tell(interaction, result)
             return
         await self._post(interaction, result.table)
         if result.bot_to_move:
@@ -484,40 +494,78 @@ class Games(commands.Cog, name=COG_NAME):
 
     async def _post(
         self, interaction: discord.Interaction[Any], table: GameSession | Challenge
-    ) -> None:
-        """Answer ``interaction`` with a new message showing ``table``; it shows it from now on."""
+    ) -> str:
+        """Answer ``interaction`` with a message showing ``table``, which shows it from now
+        on; its id."""
         # A challenge pings the challenged (mentions inside embeds do not); a board nobody.
+        # An edited message pings nobody, so a challenge is a new message.
         if isinstance(table, Challenge):
-            content, allowed = mention(table.opponent), quiet(table.opponent)
+            content, allowed, fresh = mention(table.opponent), quiet(table.opponent), True
             drawn = draw(table, new=True)
         else:
-            content, allowed = None, quiet()
+            content, allowed, fresh = None, quiet(), False
             drawn = draw(table, new=True, deadline=self.service.deadline(table))
-        sent = await interaction.response.send_message(
-            content=content, allowed_mentions=allowed, **drawn
+        sent = await self._show_public(
+            interaction, fresh=fresh, content=content, allowed_mentions=allowed, **drawn
         )
-        message_id = getattr(sent, "message_id", None)
-        if message_id is None:
-            message_id = (await interaction.original_response()).id
-        await self.service.attach_message(table, str(message_id))
+        message_id = str(sent.id)
+        await self.service.attach_message(table, message_id)
+        return message_id
+
+    async def _retire(self, session: GameSession, message_id: str, new_id: str) -> None:
+        """Turn an old board of ``session`` into a pointer to its board ``new_id``: no
+        button left to press (a stale client's press is refused by the service)."""
+        channel_id = session.meta.get("channel")
+        if not channel_id:
+            return
+        channel = self.bot.get_partial_messageable(int(channel_id))
+        link = message_link(session.meta.get("guild", ""), channel_id, new_id)
+        try:
+            await channel.get_partial_message(int(message_id)).edit(
+                content=say("board_moved", table_language(session), link=link),
+                embed=None,
+                view=None,
+                attachments=[],
+            )
+        except discord.HTTPException as exc:
+            log.warning("cannot retire board %s of %s: %s", message_id, session.id, exc)
 
     async def _can_show(self, interaction: discord.Interaction[Any]) -> bool:
         """Whether the bot may post and edit a board in the interaction's channel; if not,
         says which permissions are missing (ephemeral replies need none)."""
-        granted = interaction.app_permissions
-        missing = [name for perm, name in NEEDED.items() if not getattr(granted, perm)]
+        missing = _missing(interaction)
         if not missing:
             return True
-        await interaction.response.send_message(
-            say("missing_permissions", _lang(interaction), missing=", ".join(missing)),
-            ephemeral=True,
+        await self._tell(
+            interaction, say("missing_permissions", _lang(interaction), missing=", ".join(missing))
         )
         return False
+
+    async def _lost_permissions(self, interaction: discord.Interaction[Any], game_id: str) -> bool:
+        """A press in a channel where plybot can no longer show the game: the game ends with
+        no result (never a forfeit nobody was told of), and the presser hears why."""
+        missing = _missing(interaction)
+        if not missing:
+            return False
+        user = str(interaction.user.id)
+        ended = await self._guarded(self.service.abort(game_id, "permissions", by=user))
+        if ended is None:  # not a player's, or over already: the press is answered as such
+            return False
+        if isinstance(ended, Notice):
+            await self._tell(interaction, ended)
+            return True
+        lang = _lang(interaction)
+        await self._tell(
+            interaction, say("aborted_permissions_told", lang, missing=", ".join(missing))
+        )
+        await interaction.edit_original_response(content=None, **self._draw(ended))
+        self._after(ended)
+        return True
 
     async def _answer(self, interaction: discord.Interaction[Any], result: Notice | Update) -> None:
         """Show the result of a button press (the interaction was deferred)."""
         if isinstance(result, Notice):
-            await interaction.followup.send(result.told(_lang(interaction)), ephemeral=True)
+            await self._tell(interaction, result)
             if result.refresh is not None:
                 await interaction.edit_original_response(**self._draw(Update(result.refresh)))
             return
@@ -525,10 +573,16 @@ class Games(commands.Cog, name=COG_NAME):
         if result.announce:
             self._spawn(self._announce(result.table, result.announce, result.ping))
         if result.bot_to_move:
-            self.watch_bot_move(result.table.id)
+            self._pressed[result.table.id] = interaction
+        self._after(result)
 
     async def show(self, update: Update, *, announce: bool = True) -> None:
-        """Redraw ``update``'s message in its channel (outside any interaction); announce."""
+        """Redraw ``update``'s message in its channel (outside any interaction); announce.
+
+        A game plybot can no longer show there (its permissions were taken away, the
+        channel or the board is gone) ends with no result: its players are not left to
+        forfeit a game they cannot see (see :meth:`_cannot_show`).
+        """
         table = update.table
         channel_id, message_id = _place(table)
         if not channel_id:
@@ -539,12 +593,60 @@ class Games(commands.Cog, name=COG_NAME):
                 await channel.get_partial_message(int(message_id)).edit(
                     content=None, **self._draw(update)
                 )
+            except (discord.Forbidden, discord.NotFound) as exc:
+                await self._cannot_show(table, exc)
+                return
             except discord.HTTPException as exc:
                 log.warning("cannot redraw %s in channel %s: %s", table.id, channel_id, exc)
         if announce and update.announce:
             await self._announce(table, update.announce, update.ping)
+        self._after(update)
+
+    def _after(self, update: Update) -> None:
+        """What follows a game's update shown: plybot's move, or the end's tidying."""
+        table = update.table
+        if not isinstance(table, GameSession):
+            return
         if update.bot_to_move:
             self.watch_bot_move(table.id)
+        elif not playing(table):
+            self._pressed.pop(table.id, None)
+            self._spawn(self._drop_turn_ping(table))
+
+    async def _cannot_show(
+        self, table: GameSession | Challenge, error: discord.HTTPException
+    ) -> None:
+        """plybot cannot edit ``table``'s message: a game still played ends with no result,
+        and the player who last pressed (whose interaction still reaches them, without
+        any channel permission) is told why at once."""
+        log.warning("cannot show %s: %s", table.id, error)
+        if not isinstance(table, GameSession) or not playing(table):
+            return
+        ended = await self.service.abort(table.id, "permissions")
+        pressed = self._pressed.pop(table.id, None)
+        if ended is None:
+            return
+        self._after(ended)
+        if pressed is None:
+            return
+        text = say("aborted_permissions_told", _lang(pressed), missing=str(error.text or error))
+        try:
+            await pressed.followup.send(text, ephemeral=True)
+            await pressed.edit_original_response(content=None, **self._draw(ended))
+        except discord.HTTPException as exc:  # its 15 minutes are over: the board says it
+            log.warning("cannot tell of game %s's end: %s", table.id, exc)
+
+    async def _drop_turn_ping(self, session: GameSession) -> None:
+        """Delete a finished game's last "your move" ping (it asks for a move no longer due)."""
+        previous = await self.service.take_turn_ping(session.id)
+        channel_id = session.meta.get("channel")
+        if previous is None or not channel_id:
+            return
+        channel = self.bot.get_partial_messageable(int(channel_id))
+        try:
+            await channel.get_partial_message(int(previous)).delete()
+        except discord.HTTPException as exc:
+            log.warning("cannot delete turn ping %s: %s", previous, exc)
 
     def _draw(self, update: Update) -> dict[str, Any]:
         table = update.table
@@ -588,13 +690,33 @@ class Games(commands.Cog, name=COG_NAME):
     async def _bot_move(self, game_id: str) -> None:
         try:
             session = await self.service.games.get(game_id)
-            update = await self.service.await_bot_move(session)
+            update = await self._bot_move_or_abort(session)
             if update is not None:
                 await self.show(update)
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("game %s: the bot's move failed", game_id)
+
+    async def _bot_move_or_abort(self, session: GameSession) -> Update | None:
+        """plybot's move in ``session`` (see :meth:`DiscordGames.await_bot_move`), or the
+        game's end with no result as soon as no worker is alive to compute it: before the
+        move is asked, and every worker lease while it is awaited (not after the job's
+        time-to-live, a minute on, with only a resignation, a loss, to get out)."""
+        if session.bot_to_move and await self.service.workers_alive() == 0:
+            return await self.service.abort(session.id, "no_workers")
+        move = asyncio.ensure_future(self.service.await_bot_move(session))
+        try:
+            while True:
+                done, _ = await asyncio.wait({move}, timeout=self.settings.worker_lease_s)
+                if done:
+                    return move.result()
+                if await self.service.workers_alive() == 0:
+                    move.cancel()
+                    return await self.service.abort(session.id, "no_workers")
+        finally:
+            if not move.done():
+                move.cancel()
 
     async def sweep(self, now: float | None = None) -> None:
         """One pass of the sweeper: expiries and forfeits shown, stuck bot moves asked again."""
@@ -629,15 +751,51 @@ class Games(commands.Cog, name=COG_NAME):
     # -- guards ------------------------------------------------------------------------
 
     async def claim(self, interaction: discord.Interaction[Any]) -> bool:
-        """Whether this process handles ``interaction``: exactly one of the processes sharing
-        a token and a Redis does. If Redis cannot say, handle it (an answer beats none)."""
-        owner = f"{os.getpid()}:{id(self)}"
+        """Acknowledge ``interaction`` now, before anything asks Redis; whether this process
+        handles it.
+
+        Discord takes one acknowledgement per interaction: of the processes sharing a
+        token (each gets every interaction), the one whose defer it accepts handles it;
+        the others are refused (already acknowledged) and drop it. A slash command is
+        deferred "thinking" (ephemerally for :data:`PRIVATE_COMMANDS`), a button as an
+        update of its message.
+        """
         try:
-            async with asyncio.timeout(QUICK_S / 2):
-                return await self.service.claim_interaction(str(interaction.id), owner)
-        except (TimeoutError, RedisError, OSError) as exc:
-            log.warning("cannot claim interaction %s: %s", interaction.id, type(exc).__name__)
-            return True
+            if interaction.type is discord.InteractionType.component:
+                await interaction.response.defer()
+            else:
+                data: dict[str, Any] = dict(interaction.data or {})
+                private = data.get("name") in PRIVATE_COMMANDS
+                await interaction.response.defer(thinking=True, ephemeral=private)
+                interaction.extras[_LOADING] = not private
+        except discord.HTTPException as exc:
+            if exc.code == ALREADY_ACKNOWLEDGED:  # another process took it: as designed
+                log.info("interaction %s taken by another process", interaction.id)
+            else:
+                log.warning("cannot acknowledge interaction %s: %s", interaction.id, exc)
+            return False
+        return True
+
+    async def _tell(self, interaction: discord.Interaction[Any], said: Notice | str) -> None:
+        """Answer ``interaction`` (acknowledged) with a message only its user sees, in
+        their language. A public "thinking" message is deleted first: the first follow-up
+        would become it, visible to everyone."""
+        text = said if isinstance(said, str) else said.told(_lang(interaction))
+        if interaction.extras.pop(_LOADING, False):
+            with contextlib.suppress(discord.NotFound):
+                await interaction.delete_original_response()
+        await interaction.followup.send(text, ephemeral=True)
+
+    async def _show_public(
+        self, interaction: discord.Interaction[Any], *, fresh: bool = False, **message: Any
+    ) -> discord.WebhookMessage:
+        """Answer ``interaction`` (acknowledged) publicly with ``message``: its "thinking"
+        message becomes it, or (``fresh``, or a button's answer) a new message does (only
+        a new message pings)."""
+        if fresh and interaction.extras.pop(_LOADING, False):
+            await interaction.delete_original_response()
+        interaction.extras.pop(_LOADING, None)
+        return await interaction.followup.send(wait=True, **message)
 
     async def guard(self, interaction: discord.Interaction[Any], call: Awaitable[None]) -> None:
         """Run a button's handler; whatever fails, the presser gets an answer."""
@@ -654,15 +812,16 @@ class Games(commands.Cog, name=COG_NAME):
         log.error("/%s failed", interaction.command and interaction.command.name, exc_info=error)
         await self._apologise(interaction, error)
 
-    @staticmethod
-    async def _apologise(interaction: discord.Interaction[Any], error: BaseException) -> None:
+    async def _apologise(self, interaction: discord.Interaction[Any], error: BaseException) -> None:
         redis = isinstance(error.__cause__ or error, RedisError)
-        text = (_UNAVAILABLE if redis else _FAILED).told(_lang(interaction))
+        said = _UNAVAILABLE if redis else _FAILED
         try:
             if interaction.response.is_done():
-                await interaction.followup.send(text, ephemeral=True)
+                await self._tell(interaction, said)
             else:
-                await interaction.response.send_message(text, ephemeral=True)
+                await interaction.response.send_message(
+                    said.told(_lang(interaction)), ephemeral=True
+                )
         except discord.HTTPException as exc:
             log.warning("cannot answer interaction %s: %s", interaction.id, exc)
 
@@ -674,22 +833,26 @@ class Games(commands.Cog, name=COG_NAME):
         guild_id = None if interaction.guild_id is None else str(interaction.guild_id)
         return found, await self.service.public_language(guild_id, _guild_lang(interaction))
 
-    async def _quick(self, call: Awaitable[T]) -> T | Notice:
-        """``call`` within :data:`QUICK_S` (before the interaction is answered), or a Notice."""
-        try:
-            async with asyncio.timeout(QUICK_S):
-                return await call
-        except (TimeoutError, RedisError) as exc:
-            log.warning("redis did not answer in time: %s", exc)
-            return _UNAVAILABLE
-
-    async def _guarded(self, call: Awaitable[Notice | Update]) -> Notice | Update:
-        """``call`` after a defer: Redis trouble becomes a Notice instead of a silent failure."""
+    async def _guarded(self, call: Awaitable[T]) -> T | Notice:
+        """``call`` after the acknowledgement: a Redis that fails or stalls past its socket
+        timeout becomes the "unavailable" Notice instead of a silent failure."""
         try:
             return await call
         except RedisError as exc:
             log.warning("redis error: %s", exc)
             return _UNAVAILABLE
+
+
+def _message_id(interaction: discord.Interaction[Any]) -> str | None:
+    """The id of the message whose button was pressed."""
+    return None if interaction.message is None else str(interaction.message.id)
+
+
+def _missing(interaction: discord.Interaction[Any]) -> list[str]:
+    """The permissions (Discord's names) plybot lacks in the interaction's channel to show
+    a game there."""
+    granted = interaction.app_permissions
+    return [name for perm, name in NEEDED.items() if not getattr(granted, perm)]
 
 
 def _log_failure(task: asyncio.Task[Any]) -> None:

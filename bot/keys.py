@@ -54,10 +54,6 @@ class Keys:
         """Set once the player to move at ``ply`` was warned of the forfeit."""
         return f"{self.prefix}warned:{game_id}:{ply}"
 
-    def interaction(self, interaction_id: str) -> str:
-        """The bot process that took an interaction: each is handled exactly once."""
-        return f"{self.prefix}interaction:{interaction_id}"
-
     def synced(self, scope: str) -> str:
         """Hash of the slash commands last synced to ``scope`` (``global`` or a guild id)."""
         return f"{self.prefix}synced:{scope}"

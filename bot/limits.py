@@ -4,7 +4,8 @@
   concurrent games per guild: :meth:`Limits.claim` checks both and takes
   them in one Lua script, so two commands racing cannot both pass the check.
   A game holds its claims from the challenge (or start) until it is settled.
-* A cooldown per user on an action (``/analyze``): ``SET NX PX``.
+* A cooldown per user on an action (``/analyze``; challenging one person again after a
+  challenge to them closed unanswered): ``SET NX PX``.
 """
 
 from __future__ import annotations
@@ -115,6 +116,11 @@ class Limits:
         """Drop a game whose record vanished (expired) from the active games and its guild."""
         before, after = self.keys.guild_active("\0").split("\0")
         await self._forget(keys=[self.keys.active], args=[game_id, before, after])
+
+    async def cooling(self, action: str, user_id: str) -> float:
+        """Seconds left of ``user_id``'s cooldown on ``action`` (0.0: none running)."""
+        left_ms = await self.redis.pttl(self.keys.cooldown(action, user_id))
+        return max(left_ms, 0) / 1000
 
     async def cooldown(self, action: str, user_id: str, seconds: float) -> float:
         """Start ``user_id``'s cooldown on ``action``; 0.0 if it was free, else seconds left.

@@ -10,8 +10,9 @@ must reach :data:`MIN_CONTRAST`; the tests compute them from these colours.
 
 The picture: a blue frame of holes, red and yellow stones with a dark rim, the
 column numbers under their columns (the move buttons carry the same numbers),
-a dot on the stone dropped last, and the winning four joined by a thick line
-with a ring on each of its stones. Pure: a position in, PNG bytes out.
+a dot on the stone dropped last, and each winning four joined by a thick
+line with a ring on each of its stones (a drop can make two at once). Pure:
+a position in, PNG bytes out.
 """
 
 from __future__ import annotations
@@ -77,16 +78,19 @@ def contrast(a: RGB, b: RGB) -> float:
     return (lb + 0.05) / (la + 0.05)
 
 
-def winning_line(position: Connect4) -> list[tuple[int, int]]:
-    """The cells (column, row) of a four in a row through the last stone; empty if none.
+def winning_lines(position: Connect4) -> list[list[tuple[int, int]]]:
+    """The fours in a row through the last stone: each its cells (column, row) in order;
+    empty if none.
 
-    A drop can make a line of five or more: all of it is returned.
+    A drop can make a line of five or more (all of it is one line), and lines in
+    several directions at once (every one of them is returned).
     """
     if not position.moves:
         return []
     column = position.moves[-1]
     row = position.column_height(column) - 1
     who = position.cell(column, row)
+    lines = []
     for dc, dr in ((1, 0), (0, 1), (1, 1), (1, -1)):
         line = [(column, row)]
         for sign in (1, -1):
@@ -97,8 +101,8 @@ def winning_line(position: Connect4) -> list[tuple[int, int]]:
                 line.append((c, r))
                 c, r = c + sign * dc, r + sign * dr
         if len(line) >= 4:
-            return sorted(line)
-    return []
+            lines.append(sorted(line))
+    return lines
 
 
 def last_cell(position: Connect4) -> tuple[int, int] | None:
@@ -141,10 +145,10 @@ def board_png(position: Connect4) -> bytes:
                 draw.ellipse(box, fill=HOLE)
             else:
                 draw.ellipse(box, fill=STONES[owner], outline=RIM, width=rim)
-    line = winning_line(position)
-    if line:
+    lines = winning_lines(position)
+    for line in lines:
         _mark_line(draw, position, line, radius)
-    elif (last := last_cell(position)) is not None:
+    if not lines and (last := last_cell(position)) is not None:
         x, y = centre(position, *last)
         dot = CELL // 9
         draw.ellipse((x - dot, y - dot, x + dot, y + dot), fill=RIM)

@@ -38,7 +38,7 @@ KEYCAPS = ("0️⃣", "1️⃣", "2️⃣", "3️⃣", "4️⃣", "5️⃣", "6�
 
 #: Each player's piece, and the same piece marking the last move, per game.
 PIECES: dict[str, tuple[str, str]] = {"connect4": ("🔴", "🟡"), "tictactoe": ("❌", "⭕")}
-LAST_PIECES: dict[str, tuple[str, str]] = {"connect4": ("🟥", "🟨"), "tictactoe": ("❎", "🅾️")}
+LAST_PIECES: dict[str, tuple[str, str]] = {"connect4": ("🟥", "🟨")}
 EMPTY_HOLE = "⚫"
 
 
@@ -95,17 +95,17 @@ def _last_cell_connect4(position: Connect4) -> tuple[int, int] | None:
 
 
 def _tictactoe_grid(position: TicTacToe) -> str:
+    """The board as letters in a code block: ``X`` and ``O`` (the last one in brackets),
+    free cells by number. Text in the theme's own colours reads on both themes; Twemoji's
+    ❌, ⭕ and 🅾️ are the same red, below 3:1 on the dark one."""
     last = position.moves[-1] if position.moves else None
     cells = []
     for cell in range(9):
         owner = occupant(position, cell)
-        if owner is None:
-            cells.append(KEYCAPS[cell + 1])
-        elif cell == last:
-            cells.append(LAST_PIECES["tictactoe"][owner])
-        else:
-            cells.append(PIECES["tictactoe"][owner])
-    return "\n".join("".join(cells[r * 3 : r * 3 + 3]) for r in range(3))
+        mark = str(cell + 1) if owner is None else MARKS[owner]
+        cells.append(f"({mark})" if cell == last else f" {mark} ")
+    rows = ["|".join(cells[r * 3 : r * 3 + 3]) for r in range(3)]
+    return "```\n" + "\n---+---+---\n".join(rows) + "\n```"
 
 
 #: Tic-tac-toe's marks on its buttons: letters, white on the button's colour, so that they
@@ -203,9 +203,35 @@ def legend(session: GameSession, index: int, lang: str = "en") -> str:
     return say("legend", lang, piece=piece_, side=word, name=name)
 
 
+def message_link(guild_id: str, channel_id: str, message_id: str) -> str:
+    """The link that opens a message in Discord."""
+    return f"https://discord.com/channels/{guild_id or '@me'}/{channel_id}/{message_id}"
+
+
 def mention(player: str) -> str:
     """How a player id is written in a message: a user mention, or plybot."""
     return "plybot" if player == BOT else f"<@{player}>"
+
+
+#: ``GameSession.meta`` key of a game ended with no result (its value: why, a ``why_*`` key
+#: of :mod:`bot.strings` without the prefix); see :meth:`bot.service.DiscordGames.abort`.
+ABORTED = "aborted"
+
+
+def aborted(session: GameSession) -> str | None:
+    """Why ``session`` ended with no result (``permissions``, ``no_workers``, ...); ``None``
+    if it did not."""
+    return session.meta.get(ABORTED) or None
+
+
+def playing(session: GameSession) -> bool:
+    """Whether ``session`` is still being played: ongoing, and not ended with no result."""
+    return session.ongoing and aborted(session) is None
+
+
+def moves_text(n: int, lang: str = "en") -> str:
+    """``1 move``, ``5 moves`` in ``lang``."""
+    return say("one_move", lang) if n == 1 else say("moves", lang, n=n)
 
 
 def status_line(session: GameSession) -> str:
@@ -215,12 +241,17 @@ def status_line(session: GameSession) -> str:
     def label(i: int) -> str:
         return player_label(session.game, players, i, level)
 
+    why = aborted(session)
+    if why is not None:
+        return say(
+            "status_aborted", lang, moves=moves_text(session.ply, lang), why=say(f"why_{why}", lang)
+        )
     if session.ongoing:
         mover = session.ply % 2
         doing = "status_thinking" if players[mover] == BOT else "status_to_play"
         return say(doing, lang, n=session.ply + 1, player=label(mover))
     if session.status is GameStatus.DRAWN:
-        return say("status_draw", lang, n=session.ply)
+        return say("status_draw", lang, moves=moves_text(session.ply, lang))
     winner = session.winner or 0
     ended = {GameStatus.RESIGNED: "status_resigned", GameStatus.FORFEIT: "status_forfeit"}
     return say(
@@ -228,12 +259,17 @@ def status_line(session: GameSession) -> str:
         lang,
         loser=label(1 - winner),
         winner=label(winner),
-        n=session.ply,
+        moves=moves_text(session.ply, lang),
     )
 
 
 #: The file name of a board picture in its message (the embed points at it).
 BOARD_FILE = "board.png"
+
+
+def pictured(position: Game) -> bool:
+    """Whether :func:`board_picture` draws ``position`` (Connect Four), without drawing it."""
+    return isinstance(position, Connect4)
 
 
 def board_picture(position: Game) -> bytes | None:
@@ -243,29 +279,34 @@ def board_picture(position: Game) -> bytes | None:
     return None
 
 
-def game_embed(session: GameSession, deadline: float | None = None) -> discord.Embed:
+def game_embed(
+    session: GameSession, position: Game | None = None, deadline: float | None = None
+) -> discord.Embed:
     """The board message of a game: players, whose turn (and by when) or the result.
 
-    The board itself is the attached picture (Connect Four), the buttons
+    ``position`` is ``session``'s, parsed once by the caller for the whole redraw
+    (parsed here if not given). The board itself is the attached picture
+    (Connect Four, :func:`board_picture`, drawn by the caller), the buttons
     (tic-tac-toe) or a text grid (other games). No engine score is shown: it
     would tell the players who is winning. ``deadline`` (epoch seconds) is when
     the player to move forfeits; shown only while a person is to move. In the
     game's language (:func:`table_language`).
     """
     lang = table_language(session)
-    position = session.position()
+    position = session.position() if position is None else position
     players = say("versus", lang, a=legend(session, 0, lang), b=legend(session, 1, lang))
     lines = [players, "", status_line(session)]
-    if deadline is not None and session.ongoing and not session.bot_to_move:
+    live = playing(session)
+    if deadline is not None and live and not session.bot_to_move:
         lines.append(say("move_by", lang, t=int(deadline)))
-    picture = board_picture(position)
-    if picture is None and not isinstance(position, TicTacToe):
+    picture = pictured(position)
+    if not picture and not isinstance(position, TicTacToe):
         lines[1:1] = ["", grid(position)]
-    color = COLORS.get(session.game, (GREY, GREY))[session.ply % 2] if session.ongoing else GREY
+    color = COLORS.get(session.game, (GREY, GREY))[session.ply % 2] if live else GREY
     embed = discord.Embed(
         title=title(session.game, lang), description="\n".join(lines), color=color
     )
-    if picture is not None:
+    if picture:
         embed.set_image(url=f"attachment://{BOARD_FILE}")
     footer = []
     if position.ply:
@@ -312,10 +353,16 @@ def challenge_embed(challenge: Challenge, closed: str | None = None) -> discord.
     return embed
 
 
+def side_mark(game: str, player: int) -> str:
+    """How an analysis names ``player``'s side: tic-tac-toe's letter (``X``, ``O``: text,
+    whose contrast is the theme's), else the game's piece."""
+    return MARKS[player] if game == "tictactoe" else piece(game, player)
+
+
 def verdict(position: Game, score: int, exact: bool, lang: str = "en") -> str:
     """A score in plain words for the side to move: who wins, and in how many of their moves."""
-    mover = piece(position.name, position.side_to_move)
-    other = piece(position.name, 1 - position.side_to_move)
+    mover = side_mark(position.name, position.side_to_move)
+    other = side_mark(position.name, 1 - position.side_to_move)
     if not exact:
         if score == 0:
             return say("verdict_even", lang)
@@ -336,7 +383,7 @@ def analysis_text(position: Game, result: AnalysisResult, lang: str = "en") -> s
     is exact. The line of play is called a beginning unless it reaches the end.
     """
     lines = []
-    to_move = piece(position.name, position.side_to_move)
+    to_move = side_mark(position.name, position.side_to_move)
     if position.ply:
         where = say("analysis_at", lang, notation=position.notation())
     else:
@@ -374,14 +421,15 @@ def _duration(ms: float, lang: str = "en") -> str:
 
 
 def analysis_embed(position: Game, result: AnalysisResult, lang: str = "en") -> discord.Embed:
-    """The analysed board (the picture, when :func:`board_picture` draws one) and the text."""
-    pictured = board_picture(position) is not None
+    """The analysed board (pointing at the picture, when :func:`board_picture` draws one:
+    the caller attaches it) and the text."""
+    picture = pictured(position)
     embed = discord.Embed(
         title=say("analysis_title", lang, game=title(position.name, lang)),
-        description=None if pictured else grid(position),
+        description=None if picture else grid(position),
         color=GREY,
     )
-    if pictured:
+    if picture:
         embed.set_image(url=f"attachment://{BOARD_FILE}")
     text = analysis_text(position, result, lang)[:1024]
     embed.add_field(name=say("analysis_field", lang), value=text, inline=False)

@@ -17,8 +17,10 @@ and the limits and stats are single atomic steps in Redis (:mod:`bot.limits`,
 Life of a game: ``start`` creates a game against plybot, or a challenge that
 ``accept`` turns into a game (both take their claims at once); ``press``,
 ``resign`` and ``sweep`` end it; every end goes through ``_settle``, which
-counts it once and frees its claims. While the bot is to move,
-``request_bot_move`` submits a job and records it in the session, and
+counts it once and frees its claims (and decides, being one atomic step, which of
+two callers ending a game at once announces it). ``abort`` ends a game the service
+cannot continue (plybot's permissions gone, no worker left) with no result. While
+the bot is to move, ``request_bot_move`` submits a job and records it in the session, and
 ``await_bot_move`` plays the answer (both through :mod:`worker.core.bot_moves`, as the
 HTTP API's games do); ``recover`` finds the games whose bot move was in flight
 when the bot stopped.
@@ -47,7 +49,16 @@ from bot.challenges import Answer, Challenge, ChallengeStore
 from bot.guilds import MIN_TIMEOUT_S, GuildSettingsStore
 from bot.keys import Keys
 from bot.limits import Claim, Limits
-from bot.render import mention, table_language, title
+from bot.render import (
+    ABORTED,
+    aborted,
+    mention,
+    message_link,
+    moves_text,
+    playing,
+    table_language,
+    title,
+)
 from bot.settings import BotSettings
 from bot.stats import Settlement, Standing, Stats, UserStats
 from bot.strings import say
@@ -65,6 +76,7 @@ from worker.core.games import (
     GameStore,
     GameTurnError,
 )
+from worker.core.keys import as_str
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +85,12 @@ GAMES = tuple(game_names())
 FIRST = ("me", "opponent", "random")
 #: The share of the move timeout after which the player to move is warned.
 WARN_AT = 0.8
-#: Times the bot's move is asked of the workers before the game waits for the sweeper.
+#: Times the bot's move is asked of the workers before the game ends with no result.
 BOT_MOVE_ATTEMPTS = 3
+#: After a challenge to someone closes unanswered (declined, withdrawn, expired), how long
+#: before the same challenger may challenge them again: a challenge pings, and ten
+#: challenge-and-withdraw rounds would ping ten times.
+CHALLENGE_COOLDOWN_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -118,7 +134,10 @@ class Update:
 
     @property
     def bot_to_move(self) -> bool:
-        return isinstance(self.table, GameSession) and self.table.bot_to_move
+        """Whether plybot is to move in a game still being played."""
+        return (
+            isinstance(self.table, GameSession) and playing(self.table) and self.table.bot_to_move
+        )
 
 
 class DiscordGames:
@@ -205,6 +224,11 @@ class DiscordGames:
             return notice("challenge_self")
         if opponent_is_bot_account:
             return notice("challenge_bot", who=mention(opponent_id))
+        cooling = await self.limits.cooling(_challenge_action(opponent_id), user_id)
+        if cooling > 0:
+            return notice(
+                "challenge_cooldown", who=mention(opponent_id), t=int(time.time() + cooling + 1)
+            )
         challenge = Challenge.new(
             expiry_s=self.settings.bot_challenge_expiry_s,
             game=game,
@@ -313,6 +337,10 @@ class DiscordGames:
         return notice("not_open") if taken is None else taken
 
     async def _close(self, challenge: Challenge, how: Answer) -> Update:
+        if how != "accepted":
+            await self.limits.cooldown(
+                _challenge_action(challenge.opponent), challenge.challenger, CHALLENGE_COOLDOWN_S
+            )
         await self.stats.settle(
             challenge.id,
             guild_id=challenge.guild_id,
@@ -335,16 +363,23 @@ class DiscordGames:
 
     # -- moves -----------------------------------------------------------------------
 
-    async def press(self, game_id: str, user_id: str, ply: int, move: int) -> Notice | Update:
-        """``user_id`` pressed the button of ``move`` (an engine move) on the board at ``ply``."""
+    async def press(
+        self, game_id: str, user_id: str, ply: int, move: int, *, message_id: str | None = None
+    ) -> Notice | Update:
+        """``user_id`` pressed the button of ``move`` (an engine move) on the board at ``ply``,
+        shown in message ``message_id`` (a board ``/board`` replaced is not played on)."""
         try:
             session = await self.games.get(game_id)
         except GameNotFoundError:
             return notice("game_gone")
-        if not session.ongoing:
-            return notice("game_over", refresh=session)
+        ended = _ended(session)
+        if ended is not None:
+            return ended
         if user_id not in session.players:
             return notice("not_playing")
+        replaced = _replaced(session, message_id)
+        if replaced is not None:
+            return replaced
         if session.to_move != user_id:
             if session.to_move == BOT:
                 return notice("bot_thinking")
@@ -406,19 +441,79 @@ class DiscordGames:
         game moved on or ended meanwhile). A failed or lost job is asked again,
         up to :data:`BOT_MOVE_ATTEMPTS`; then the channel is told.
         """
+        if not playing(session):
+            return None
         try:
             turn = await self.bot_moves.advance(session, wait_s=None)
         except GameNotFoundError:
             return None
         if turn.reply is not None:
-            return (
-                Update(turn.session) if turn.session.ongoing else await self._finish(turn.session)
-            )
+            if turn.session.ongoing:
+                return Update(turn.session)
+            finished = await self._finish(turn.session)
+            return finished if isinstance(finished, Update) else None
         if turn.failure is not None:
-            lang = table_language(turn.session)
-            failed = say("bot_move_failed", lang, reason=turn.failure)
-            return Update(turn.session, announce=failed)
+            # The service cannot continue this game: it ends with no result, saying why
+            # (never left for the player to resign, which would count as a loss).
+            log.warning("game %s: plybot's move failed: %s", session.id, turn.failure)
+            return await self.abort(session.id, "bot_failed")
         return None
+
+    async def abort(self, game_id: str, why: str, *, by: str | None = None) -> Update | None:
+        """End game ``game_id`` with no result because the service cannot continue it
+        (``why``: ``permissions``, ``no_workers`` or ``bot_failed``, a ``why_*`` key of
+        :mod:`bot.strings`): no record or rating changes, its claims are freed, and the
+        channel is told why. ``None`` if it was no longer being played (then whoever
+        ended it says so), or ``by`` (the user whose action found it out) does not play
+        in it.
+
+        The end is atomic: the session is marked (``meta["aborted"]``, with no job
+        awaited, so a late answer of the workers is dropped) and settled uncounted in one
+        step each; a game that ended meanwhile keeps its result.
+        """
+
+        awaited: list[str] = []  # the job of plybot's move the stored game awaited
+
+        def mark(s: GameSession) -> GameSession:
+            if not playing(s) or (by is not None and by not in s.players):
+                return s
+            awaited[:] = [] if s.pending is None else [s.pending.job_id]
+            return s.model_copy(update={"meta": {**s.meta, ABORTED: why}, "pending": None})
+
+        try:
+            session = await self.games.update(game_id, mark)
+        except GameNotFoundError:
+            return None
+        if aborted(session) != why:
+            return None
+        for job_id in awaited:  # nobody waits for it now (it goes on if others share it)
+            await self.jobs.withdraw(job_id)
+        guild_id = session.meta.get("guild", "")
+        humans = [p for p in session.players if p != BOT]
+        settled = await self.stats.settle(
+            session.id,
+            guild_id=guild_id,
+            claim_keys=self.limits.claim_keys(guild_id, session.meta.get("channel", ""), humans),
+            game=session.game,
+            players=session.players,
+            winner=None,
+            counted=False,
+        )
+        if not settled.counted:
+            return None
+        # The store keeps it among its ongoing games (its status is the engine's); the bot
+        # never looks at it again there (see ``playing``), and it ages out as finished.
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.zrem(self.games.ongoing_key, session.id)
+            pipe.zadd(self.games.finished_key, {session.id: time.time()})
+            await pipe.execute()
+        lang = table_language(session)
+        a, b = (mention(p) for p in session.players)
+        text = say(
+            "announce_aborted", lang, game=title(session.game, lang), a=a, b=b,
+            why=say(f"why_{why}", lang),
+        )  # fmt: skip
+        return Update(session, announce=text)
 
     async def resign(self, channel_id: str, user_id: str) -> Notice | Update:
         """``user_id`` resigns their game in the channel (or withdraws/declines their challenge)."""
@@ -428,33 +523,35 @@ class DiscordGames:
         challenge = await self.challenges.get(holder)
         if challenge is not None:
             return await self.decline(holder, user_id)
-        try:
-            session = await self.games.resign(holder, user_id)
-        except GameNotFoundError:
-            return notice("no_game_here")
-        except GameTurnError:
-            session = await self.games.get(holder)
-            if session.ongoing:
-                raise
-            # Over already but not settled (a crash in between): settle it now.
-        return await self._finish(session)
+        return await self._resign(holder, user_id)
 
-    async def resign_game(self, game_id: str, user_id: str) -> Notice | Update:
-        """``user_id`` presses Resign on game ``game_id``'s board."""
+    async def resign_game(
+        self, game_id: str, user_id: str, *, message_id: str | None = None
+    ) -> Notice | Update:
+        """``user_id`` presses Resign on game ``game_id``'s board (in message ``message_id``)."""
         try:
             session = await self.games.get(game_id)
         except GameNotFoundError:
             return notice("game_gone")
         if user_id not in session.players:
             return notice("not_playing")
-        if not session.ongoing:
-            return notice("game_over", refresh=session)
+        ended = _ended(session)
+        if ended is not None:
+            return ended
+        replaced = _replaced(session, message_id)
+        if replaced is not None:
+            return replaced
+        return await self._resign(game_id, user_id)
+
+    async def _resign(self, game_id: str, user_id: str) -> Notice | Update:
+        """End the game by ``user_id``'s resignation; announced by whoever settles it, once
+        (of two resignations at once, the second hears that the game is over)."""
         try:
-            session = await self.games.resign(game_id, user_id)
-        except GameTurnError:
-            session = await self.games.get(game_id)
-            if session.ongoing:
-                raise
+            session = await self.games.update(game_id, _resign_if_playing(user_id))
+        except GameNotFoundError:
+            return notice("game_gone")
+        if playing(session):  # the change was refused: ended with no result meanwhile
+            return notice("game_over", refresh=session)
         return await self._finish(session)
 
     async def rematch(self, game_id: str, user_id: str, guild_lang: str = "en") -> Notice | Update:
@@ -467,7 +564,7 @@ class DiscordGames:
             return notice("game_gone")
         if user_id not in session.players:
             return notice("rematch_players_only")
-        if session.ongoing:
+        if playing(session):
             return notice("still_playing")
         other = session.players[1 - session.players.index(user_id)]
         was_second = session.players.index(user_id) == 1
@@ -497,7 +594,7 @@ class DiscordGames:
                 session = await self.games.get(holder)
             except GameNotFoundError:
                 session = None
-            if session is not None and session.ongoing:
+            if session is not None and playing(session):
                 return session
         return notice("no_game_here")
 
@@ -510,21 +607,24 @@ class DiscordGames:
             previous, _ = await pipe.execute()
         return None if previous is None else previous.decode()
 
+    async def take_turn_ping(self, game_id: str) -> str | None:
+        """Forget game ``game_id``'s latest turn ping (the game ended); its message id."""
+        previous = await self.redis.getdel(self.keys.turn_ping(game_id))
+        return None if previous is None else as_str(previous)
+
     async def workers_alive(self) -> int:
         """How many workers hold a live lease (0: nobody can compute plybot's moves)."""
         return (await self.jobs.service_status()).workers_alive
 
-    async def claim_interaction(self, interaction_id: str, owner: str) -> bool:
-        """Take interaction ``interaction_id`` for this process: ``True`` exactly once
-        among all the bot processes sharing this Redis (SET NX; kept 15 minutes, the
-        life of an interaction)."""
-        taken = await self.redis.set(self.keys.interaction(interaction_id), owner, nx=True, ex=900)
-        return bool(taken)
-
     # -- endings -----------------------------------------------------------------------
 
-    async def _finish(self, session: GameSession) -> Update:
+    async def _finish(self, session: GameSession) -> Notice | Update:
+        """Settle a finished game and say its result, once: the settlement (one atomic
+        step in Redis) decides which of the callers ending it at once announces it; the
+        others are told it is over."""
         settlement = await self._settle(session)
+        if not settlement.counted:
+            return notice("game_over", refresh=session)
         announce = result_text(session)
         if settlement.ratings:
             ratings = ", ".join(
@@ -569,7 +669,7 @@ class DiscordGames:
                 session = await self.games.get(game_id)
             except GameNotFoundError:
                 continue
-            if not session.ongoing or session.bot_to_move:
+            if not playing(session) or session.bot_to_move:
                 continue
             timeout = self.timeout(session)
             idle = now - session.updated_at
@@ -579,7 +679,9 @@ class DiscordGames:
                 except GameNotFoundError:
                     continue
                 if session.status is GameStatus.FORFEIT and session.updated_at == now:
-                    updates.append(await self._finish(session))
+                    finished = await self._finish(session)
+                    if isinstance(finished, Update):
+                        updates.append(finished)
             elif idle >= timeout * WARN_AT:
                 warning = await self._warning(session, now)
                 if warning is not None:
@@ -591,7 +693,7 @@ class DiscordGames:
         game_id = session.id
         mover = session.to_move
         deadline = self.deadline(session)
-        if not session.ongoing or session.bot_to_move or mover is None or now >= deadline:
+        if not playing(session) or session.bot_to_move or mover is None or now >= deadline:
             return None
         once = await self.redis.set(
             self.keys.warned(game_id, session.ply),
@@ -658,6 +760,18 @@ class DiscordGames:
             reasons = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
             return notice("cannot_analyse", reason=reasons)
 
+    async def analysis_gate(
+        self, user_id: str, guild_id: str | None, guild_lang: str
+    ) -> Notice | str:
+        """Whether ``user_id`` may run ``/analyze`` now: a Notice if no worker runs or their
+        cooldown does (started here otherwise); else the language of the public answer
+        (see :meth:`public_language`)."""
+        if await self.workers_alive() == 0:
+            return notice("no_workers")
+        lang = await self.public_language(guild_id, guild_lang)
+        refused = await self.analyze_cooldown(user_id)
+        return lang if refused is None else refused
+
     async def analyze_cooldown(self, user_id: str) -> Notice | None:
         """Start ``user_id``'s ``/analyze`` cooldown; a Notice if it is still running."""
         left = await self.limits.cooldown("analyze", user_id, self.settings.bot_analyze_cooldown_s)
@@ -689,11 +803,41 @@ class DiscordGames:
             return None
 
 
+def _challenge_action(opponent_id: str) -> str:
+    """The cooldown (see :meth:`bot.limits.Limits.cooldown`) on challenging ``opponent_id``."""
+    return f"challenge:{opponent_id}"
+
+
+def _ended(session: GameSession) -> Notice | None:
+    """The Notice for a press on a game no longer played (its board redrawn), else ``None``."""
+    return None if playing(session) else notice("game_over", refresh=session)
+
+
+def _replaced(session: GameSession, message_id: str | None) -> Notice | None:
+    """The Notice for a press on a board of ``session`` that ``/board`` replaced (its
+    message is not the one the game is shown in), else ``None``."""
+    current = session.meta.get("message")
+    if message_id is None or current is None or message_id == current:
+        return None
+    link = message_link(session.meta.get("guild", ""), session.meta.get("channel", ""), current)
+    return notice("old_board", link=link)
+
+
+def _resign_if_playing(user_id: str) -> Callable[[GameSession], GameSession]:
+    """The change that resigns the game for ``user_id``, if it is still being played (a
+    game that ended meanwhile is left as it is)."""
+
+    def change(s: GameSession) -> GameSession:
+        return s.resign(user_id) if playing(s) else s
+
+    return change
+
+
 def _forfeit_if_idle(idle_since: float, now: float) -> Callable[[GameSession], GameSession]:
     """The change that forfeits a game for its player to move, if still idle since then."""
 
     def change(s: GameSession) -> GameSession:
-        if not s.ongoing or s.bot_to_move or s.updated_at > idle_since:
+        if not playing(s) or s.bot_to_move or s.updated_at > idle_since:
             return s
         return s.forfeit(s.to_move or "", now=now)
 
@@ -715,8 +859,9 @@ def result_text(session: GameSession) -> str:
     name = title(session.game, lang)
     a, b = (mention(p) for p in session.players)
     level = f" ({session.level})" if session.level and BOT in session.players else ""
+    moves = moves_text(session.ply, lang)
     if session.status is GameStatus.DRAWN:
-        return say("result_draw", lang, game=name, a=a, b=f"{b}{level}", n=session.ply)
+        return say("result_draw", lang, game=name, a=a, b=f"{b}{level}", moves=moves)
     winner = mention(session.winner_id or "")
     loser = mention(session.players[1 - (session.winner or 0)])
     if session.winner_id != BOT:
@@ -725,7 +870,7 @@ def result_text(session: GameSession) -> str:
         winner += level
     ended = {GameStatus.RESIGNED: "result_resigned", GameStatus.FORFEIT: "result_forfeit"}
     key = ended.get(session.status, "result_won")
-    return say(key, lang, game=name, winner=winner, loser=loser, n=session.ply)
+    return say(key, lang, game=name, winner=winner, loser=loser, moves=moves)
 
 
 __all__ = [

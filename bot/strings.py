@@ -101,6 +101,22 @@ STRINGS: dict[str, dict[str, str]] = {
         "en": "Not your turn: it is {who}'s move.",
         "fr": "Ce n'est pas votre tour : c'est à {who} de jouer.",
     },
+    "old_board": {
+        "en": "That board was replaced by a newer one; play on it: {link}",
+        "fr": "Ce plateau a été remplacé par un plus récent ; jouez sur celui-ci : {link}",
+    },
+    "aborted_permissions_told": {
+        "en": "plybot can no longer show this game here (missing: {missing}), so the game "
+        "ended with no result: it counts in no rating or record. Ask a server admin to give "
+        "plybot its permissions back, or play in another channel.",
+        "fr": "plybot ne peut plus afficher cette partie ici (il manque : {missing}) : elle "
+        "s'arrête donc sans résultat et ne compte ni au classement ni au bilan. Demandez à "
+        "un admin du serveur de rendre ses permissions à plybot, ou jouez dans un autre salon.",
+    },
+    "challenge_cooldown": {
+        "en": "You challenged {who} a moment ago; you can challenge them again <t:{t}:R>.",
+        "fr": "Vous avez défié {who} il y a un instant ; vous pourrez le refaire <t:{t}:R>.",
+    },
     "stale_board": {
         "en": "That board was out of date; here is the current one.",
         "fr": "Ce plateau n'était plus à jour ; voici le plateau actuel.",
@@ -207,16 +223,39 @@ STRINGS: dict[str, dict[str, str]] = {
         "en": "Move {n} · {player} is thinking…",
         "fr": "Coup {n} · {player} réfléchit…",
     },
-    "status_draw": {"en": "Draw after {n} moves.", "fr": "Match nul après {n} coups."},
+    "status_draw": {"en": "Draw after {moves}.", "fr": "Match nul après {moves}."},
     "status_resigned": {
-        "en": "{loser} resigned after {n} moves: {winner} wins.",
-        "fr": "{loser} abandonne après {n} coups : {winner} gagne.",
+        "en": "{loser} resigned after {moves}: {winner} wins.",
+        "fr": "{loser} abandonne après {moves} : {winner} gagne.",
     },
     "status_forfeit": {
         "en": "{loser} forfeits (no move in time): {winner} wins.",
         "fr": "{loser} perd par forfait (pas de coup à temps) : {winner} gagne.",
     },
-    "status_won": {"en": "{winner} wins after {n} moves.", "fr": "{winner} gagne en {n} coups."},
+    "status_won": {"en": "{winner} wins after {moves}.", "fr": "{winner} gagne en {moves}."},
+    "status_aborted": {
+        "en": "Ended with no result after {moves}: {why} No rating or record changes.",
+        "fr": "Partie arrêtée sans résultat après {moves} : {why} Ni classement ni bilan "
+        "ne changent.",
+    },
+    "why_permissions": {
+        "en": "plybot lost its permissions in this channel.",
+        "fr": "plybot a perdu ses permissions dans ce salon.",
+    },
+    "why_no_workers": {
+        "en": "plybot's engine went offline.",
+        "fr": "le moteur de plybot s'est arrêté.",
+    },
+    "why_bot_failed": {
+        "en": "plybot could not choose its move.",
+        "fr": "plybot n'a pas pu choisir son coup.",
+    },
+    "one_move": {"en": "1 move", "fr": "1 coup"},
+    "moves": {"en": "{n} moves", "fr": "{n} coups"},
+    "board_moved": {
+        "en": "This board moved: {link}",
+        "fr": "Ce plateau a été déplacé : {link}",
+    },
     "move_by": {"en": "Move <t:{t}:R> or forfeit.", "fr": "Jouez <t:{t}:R> ou perdez par forfait."},
     "last_move": {"en": "Last move: {move}", "fr": "Dernier coup : {move}"},
     "game_footer": {"en": "game {id}", "fr": "partie {id}"},
@@ -271,15 +310,9 @@ STRINGS: dict[str, dict[str, str]] = {
         "fr": "{who}, votre partie ({game}) attend votre coup : sans coup, vous perdez par "
         "forfait <t:{t}:R>.",
     },
-    "bot_move_failed": {
-        "en": "plybot could not choose its move ({reason}). It will try again shortly; "
-        "`/resign` ends the game.",
-        "fr": "plybot n'a pas pu choisir son coup ({reason}). Il réessaiera sous peu ; "
-        "`/resign` met fin à la partie.",
-    },
     "result_draw": {
-        "en": "{game}: {a} and {b} drew after {n} moves.",
-        "fr": "{game} : {a} et {b} font match nul après {n} coups.",
+        "en": "{game}: {a} and {b} drew after {moves}.",
+        "fr": "{game} : {a} et {b} font match nul après {moves}.",
     },
     "result_resigned": {
         "en": "{game}: {loser} resigned; {winner} wins.",
@@ -290,14 +323,20 @@ STRINGS: dict[str, dict[str, str]] = {
         "fr": "{game} : {loser} perd par forfait (pas de coup à temps) ; {winner} gagne.",
     },
     "result_won": {
-        "en": "{game}: {winner} beat {loser} in {n} moves.",
-        "fr": "{game} : {winner} bat {loser} en {n} coups.",
+        "en": "{game}: {winner} beat {loser} in {moves}.",
+        "fr": "{game} : {winner} bat {loser} en {moves}.",
     },
     "result_ratings": {
         "en": "{result} Ratings: {ratings}",
         "fr": "{result} Classements : {ratings}",
     },
     "resigned": {"en": "Resigned.", "fr": "Partie abandonnée."},
+    "announce_aborted": {
+        "en": "{game}: the game of {a} and {b} ended with no result: {why} It counts in no "
+        "rating or record; Rematch starts a new one.",
+        "fr": "{game} : la partie de {a} et {b} s'arrête sans résultat : {why} Elle ne compte "
+        "ni au classement ni au bilan ; Revanche en lance une nouvelle.",
+    },
     # -- /analyze --
     "analysis_title": {"en": "Analysis · {game}", "fr": "Analyse · {game}"},
     "analysis_field": {"en": "plybot says", "fr": "L'avis de plybot"},

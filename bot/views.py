@@ -19,8 +19,17 @@ from typing import TYPE_CHECKING, Any, cast
 import discord
 
 from bot.challenges import Challenge
-from bot.render import MARKS, button_rows, occupant, playable, table_language, tictactoe_line
+from bot.render import (
+    MARKS,
+    button_rows,
+    occupant,
+    playable,
+    playing,
+    table_language,
+    tictactoe_line,
+)
 from bot.strings import say
+from engine.game import Game
 from engine.tictactoe import TicTacToe
 from worker.core.games import GameSession
 
@@ -168,7 +177,7 @@ _MARK_STYLES = (discord.ButtonStyle.primary, discord.ButtonStyle.danger)
 _WIN_STYLE = discord.ButtonStyle.success
 
 
-def game_view(session: GameSession) -> discord.ui.View:
+def game_view(session: GameSession, position: Game | None = None) -> discord.ui.View:
     """The buttons under a game's board.
 
     While it is played: one move button per column (or cell), then Resign. All
@@ -177,15 +186,17 @@ def game_view(session: GameSession) -> discord.ui.View:
     blue, O red; the last one in brackets), never dimmed by disabling (pressing
     it is refused by the rules). Once over: Rematch, and for tic-tac-toe the
     final board with the winning three in green. Labelled in the game's language.
+    ``position`` is ``session``'s, parsed once by the caller (parsed here if not given).
     """
-    position = session.position()
-    enabled = set() if session.bot_to_move or not session.ongoing else playable(position)
+    position = session.position() if position is None else position
+    live = playing(session)
+    enabled = set() if session.bot_to_move or not live else playable(position)
     ttt = isinstance(position, TicTacToe)
     view = discord.ui.View(timeout=None)
     rows = button_rows(position)
-    if session.ongoing or ttt:
+    if live or ttt:
         won = frozenset[int]()
-        if isinstance(position, TicTacToe) and not session.ongoing:
+        if isinstance(position, TicTacToe) and not live:
             won = tictactoe_line(position)
         last = position.copy().pop() if position.ply else None
         for row, moves in enumerate(rows):
@@ -211,7 +222,7 @@ def game_view(session: GameSession) -> discord.ui.View:
                         row=row,
                     )
                 )
-    action = "resign" if session.ongoing else "rematch"
+    action = "resign" if live else "rematch"
     view.add_item(GameButton(session.id, action, row=len(rows), lang=table_language(session)))
     return view
 

@@ -30,8 +30,8 @@ def make_settings(redis_url: str, cooldown_s: float) -> BotSettings:
 
 def reply(interaction: FakeInteraction) -> str:
     assert interaction.answer_kind == "defer", interaction.ephemeral
-    assert interaction.original is not None
-    return interaction.original.text
+    assert interaction.shown is not None
+    return interaction.shown.text
 
 
 def scores(text: str) -> tuple[int, dict[int, int]]:
@@ -97,7 +97,7 @@ def test_analyze_tictactoe_from_the_start_is_a_draw_whatever_the_move(
             bot, "analyze", world.user("a"), guild_id=GUILD, channel_id=CHANNEL, game="tictactoe"
         )
         text = reply(done)
-        assert "Tic-tac-toe at the start, ❌ to move:" in text
+        assert "Tic-tac-toe at the start, X to move:" in text
         best, moves = scores(text)
         assert best == 0
         assert moves == dict.fromkeys(range(1, 10), 0)

@@ -75,8 +75,8 @@ async def board_of(
     board, or a challenge), never a refusal."""
     start = await world.slash(bot, command, user, guild_id=GUILD, channel_id=CHANNEL, **options)
     assert start.ephemeral == [], start.ephemeral
-    assert start.original is not None, start.ephemeral
-    return start.original
+    assert start.shown is not None, start.ephemeral
+    return start.shown
 
 
 def announcements(world: DiscordWorld, channel: int = CHANNEL) -> list[str]:
@@ -99,9 +99,9 @@ def test_full_tictactoe_game_against_the_bot_at_each_level(
         start = await world.slash(
             bot, "tictactoe", alice, guild_id=GUILD, channel_id=CHANNEL, level=level
         )
-        assert start.answer_kind == "message"
+        assert start.answer_kind == "defer"
         assert start.ephemeral == []
-        board = start.original
+        board = start.shown
         assert board is not None
         assert f"❌ X: {alice.mention} vs ⭕ O: plybot ({level})" in board.text
         assert "Move 1 · ❌" in board.text
@@ -114,8 +114,8 @@ def test_full_tictactoe_game_against_the_bot_at_each_level(
         # The result is announced, and counted once in /stats for this level.
         assert any(t.startswith("Tic-tac-toe: ") for t in announcements(world))
         stats = await world.slash(bot, "stats", alice, guild_id=GUILD, channel_id=CHANNEL)
-        assert stats.original is not None
-        lines = stats.original.text.splitlines()
+        assert stats.shown is not None
+        lines = stats.shown.text.splitlines()
         row = next(line for line in lines if line.startswith(f"Tic-tac-toe {level}: "))
         assert sum(int(n) for n in row.split(": ")[1].split(" / ")) == 1
 
@@ -177,8 +177,8 @@ def test_resign_ends_the_game_and_counts_a_loss(
         alice = world.user("alice")
         board = await board_of(world, bot, alice, "connect4")
         resign = await world.slash(bot, "resign", alice, guild_id=GUILD, channel_id=CHANNEL)
-        assert resign.original is not None
-        assert resign.original.text == (
+        assert resign.shown is not None
+        assert resign.shown.text == (
             f"Connect Four: {alice.mention} resigned; plybot (medium) wins."
         )
         await bot.get_cog("Games").idle()
@@ -187,7 +187,7 @@ def test_resign_ends_the_game_and_counts_a_loss(
         again = await world.slash(bot, "resign", alice, guild_id=GUILD, channel_id=CHANNEL)
         assert again.ephemeral == ["You have no game in this channel."]
         stats = await world.slash(bot, "stats", alice, guild_id=GUILD, channel_id=CHANNEL)
-        assert "Connect Four medium: 0 / 0 / 1" in stats.original.text
+        assert "Connect Four medium: 0 / 0 / 1" in stats.shown.text
 
     run_with_bot(world, settings, redis_url, scenario)
 
@@ -225,13 +225,13 @@ def test_challenge_accepted_and_played_to_the_end_moves_the_ratings(
         assert "Ratings: " in said[-1]
 
         board = await world.slash(bot, "leaderboard", bob, guild_id=GUILD, channel_id=CHANNEL)
-        assert board.original is not None
-        assert board.original.text.splitlines()[1:] == [
+        assert board.shown is not None
+        assert board.shown.text.splitlines()[1:] == [
             f"1. {alice.mention}: 1216 (1 game)",
             f"2. {bob.mention}: 1184 (1 game)",
         ]
         stats = await world.slash(bot, "stats", alice, guild_id=GUILD, channel_id=CHANNEL, user=bob)
-        assert "Connect Four: 1184, 0 / 0 / 1" in stats.original.text
+        assert "Connect Four: 1184, 0 / 0 / 1" in stats.shown.text
 
     run_with_bot(world, settings, redis_url, scenario)
 
@@ -256,21 +256,22 @@ def test_challenge_declined_and_challenge_expired(
         )
         assert late.ephemeral == ["This challenge is no longer open."]
 
-        # Declining freed both players: a new challenge is allowed at once.
+        # Declining freed both players: a new challenge between them is allowed at once
+        # (bob's to alice; alice's to bob again waits for the challenge cooldown).
         second = await world.slash(
-            bot, "tictactoe", alice, guild_id=GUILD, channel_id=CHANNEL, opponent=bob
+            bot, "tictactoe", bob, guild_id=GUILD, channel_id=CHANNEL, opponent=alice
         )
-        expiring = second.original
+        expiring = second.shown
         assert expiring is not None
         assert expiring.buttons()
         await cog.sweep(now=time.time() + settings.bot_challenge_expiry_s - 5)
         assert expiring.buttons(), "swept before its time"
         await cog.sweep(now=time.time() + settings.bot_challenge_expiry_s + 1)
-        assert f"Expired: {bob.mention} did not answer in time." in expiring.text
+        assert f"Expired: {alice.mention} did not answer in time." in expiring.text
         assert expiring.buttons() == []
-        assert announcements(world)[-1] == (f"The challenge to {bob.mention} expired unanswered.")
+        assert announcements(world)[-1] == (f"The challenge to {alice.mention} expired unanswered.")
         answer = await world.press_custom_id(
-            bot, bob, expiring, expiring.history[0]["buttons"][0].custom_id
+            bot, alice, expiring, expiring.history[0]["buttons"][0].custom_id
         )
         assert answer.ephemeral == ["This challenge is no longer open."]
 
@@ -448,11 +449,11 @@ def test_inactive_game_is_forfeited_with_a_message_in_the_channel(
         late = await world.press_custom_id(bot, alice, board, live[0].custom_id)
         assert late.ephemeral == ["This game is over."]
         stats = await world.slash(bot, "stats", alice, guild_id=GUILD, channel_id=CHANNEL)
-        assert "Tic-tac-toe hard: 0 / 0 / 1" in stats.original.text
+        assert "Tic-tac-toe hard: 0 / 0 / 1" in stats.shown.text
         # Sweeping again settles nothing twice.
         await cog.sweep(now=time.time() + timeout + 2)
         stats = await world.slash(bot, "stats", alice, guild_id=GUILD, channel_id=CHANNEL)
-        assert "Tic-tac-toe hard: 0 / 0 / 1" in stats.original.text
+        assert "Tic-tac-toe hard: 0 / 0 / 1" in stats.shown.text
 
     run_with_bot(world, settings, redis_url, scenario)
 
@@ -469,7 +470,7 @@ def test_bot_restarted_mid_game_resumes_with_the_same_buttons(
         start = await world.slash(
             first, "connect4", alice, guild_id=GUILD, channel_id=CHANNEL, level="medium"
         )
-        board = start.original
+        board = start.shown
         assert board is not None
         await world.press(first, alice, board, "4")
         await first.get_cog("Games").idle()
@@ -528,7 +529,7 @@ def test_restart_settles_games_that_ended_unsettled_and_frees_vanished_ones(
         alice, bob = world.user("alice"), world.user("bob")
         ended = await world.slash(bot, "tictactoe", alice, guild_id=GUILD, channel_id=CHANNEL)
         vanished = await world.slash(bot, "tictactoe", bob, guild_id=GUILD, channel_id=CHANNEL)
-        ids = [m.buttons()[0].custom_id.split(":")[2] for m in (ended.original, vanished.original)]
+        ids = [m.buttons()[0].custom_id.split(":")[2] for m in (ended.shown, vanished.shown)]
         await stop_bot(bot)
         # While the bot is down: one game ends without being settled (as if the bot died in
         # between), the other's record expires.
@@ -539,7 +540,7 @@ def test_restart_settles_games_that_ended_unsettled_and_frees_vanished_ones(
 
         bot = await start_bot(world, settings, redis_url)
         stats = await world.slash(bot, "stats", alice, guild_id=GUILD, channel_id=CHANNEL)
-        assert "Tic-tac-toe medium: 0 / 0 / 1" in stats.original.text
+        assert "Tic-tac-toe medium: 0 / 0 / 1" in stats.shown.text
         for user in (alice, bob):  # both are free to start again
             again = await world.slash(bot, "tictactoe", user, guild_id=GUILD, channel_id=CHANNEL)
             assert again.ephemeral == []

@@ -47,7 +47,7 @@ def test_a_french_server_sees_french_boards_while_each_user_reads_their_own_repl
         alice, bob = world.user("alice"), world.user("bob")  # English-speaking members
         amelie = world.user("amélie", locale="fr")
         start = await world.slash(bot, "connect4", alice, **where, opponent=bob)
-        challenge = start.original
+        challenge = start.shown
         assert challenge is not None
         assert challenge.embed is not None
         assert challenge.embed.title == "Défi : Puissance 4"
@@ -90,19 +90,19 @@ def test_a_french_server_sees_french_boards_while_each_user_reads_their_own_repl
         )
 
         analysed = await world.slash(bot, "analyze", alice, **where, game="tictactoe")
-        assert analysed.original is not None
+        assert analysed.shown is not None
         assert analysed.ephemeral == []
-        text = analysed.original.text
+        text = analysed.shown.text
         assert "Analyse · Morpion" in text
-        assert "Morpion, position de départ, ❌ au trait :" in text
+        assert "Morpion, position de départ, X au trait :" in text
         assert "nul avec le meilleur jeu." in text
         assert "Résolu exactement en" in text
         refused = await world.slash(bot, "analyze", alice, **where, game="tictactoe", position="55")
         assert refused.ephemeral == ["Cannot analyse that position: '55': cell 5 is taken (move 2)"]
 
         stats = await world.slash(bot, "stats", alice, **where)
-        assert stats.original is not None
-        assert stats.original.text.splitlines() == [
+        assert stats.shown is not None
+        assert stats.shown.text.splitlines() == [
             "Statistiques plybot",
             alice.mention,
             "**Contre des membres** (classement, gagnées / nulles / perdues)",
@@ -127,7 +127,7 @@ def test_an_english_server_sees_english_boards_while_a_french_user_reads_french_
             "contre plybot."
         ]
         start = await world.slash(bot, "tictactoe", amelie, **where, opponent=bob)
-        challenge = start.original
+        challenge = start.shown
         assert challenge is not None
         assert f"{amelie.mention} challenges {bob.mention} to Tic-tac-toe." in challenge.text
         assert [b.label for b in challenge.buttons()] == ["Accept", "Decline"]
@@ -138,8 +138,8 @@ def test_an_english_server_sees_english_boards_while_a_french_user_reads_french_
         assert said == f"{bob.mention} declined the challenge."
 
         analysed = await world.slash(bot, "analyze", amelie, **where, game="tictactoe")
-        assert analysed.original is not None
-        assert "Tic-tac-toe at the start, ❌ to move:" in analysed.original.text
+        assert analysed.shown is not None
+        assert "Tic-tac-toe at the start, X to move:" in analysed.shown.text
         busy = await world.slash(bot, "board", amelie, **where)
         assert busy.ephemeral == ["Vous n'avez pas de partie dans ce salon."]
 
@@ -166,7 +166,7 @@ def test_the_servers_language_setting_rules_new_games_and_a_board_keeps_its_own(
 
         # In French now, though the server's Discord locale is English.
         first = await world.slash(bot, "tictactoe", alice, **where, opponent=bob)
-        game = first.original
+        game = first.shown
         assert game is not None
         assert "lance un défi" in game.text
         await world.press(bot, bob, game, "Accepter")
@@ -181,8 +181,8 @@ def test_the_servers_language_setting_rules_new_games_and_a_board_keeps_its_own(
         second = await world.slash(
             bot, "connect4", world.user("carol"), **where, opponent=world.user("dan")
         )
-        assert second.original is not None
-        assert "challenges" in second.original.text
+        assert second.shown is not None
+        assert "challenges" in second.shown.text
         # ...but the game that started in French stays in French, whoever redraws it.
         await world.press(bot, alice, game, "5")
         await bot.get_cog("Games").idle()
@@ -191,8 +191,8 @@ def test_the_servers_language_setting_rules_new_games_and_a_board_keeps_its_own(
         assert ping is not None
         assert ping.startswith(f"{bob.mention}, à vous de jouer (Morpion, coup 2, avant <t:")
         resign = await world.slash(bot, "resign", bob, **where)
-        assert resign.original is not None
-        assert resign.original.content == (
+        assert resign.shown is not None
+        assert resign.shown.content == (
             f"Morpion : {bob.mention} abandonne ; {alice.mention} gagne. Classements : "
             f"{alice.mention} 1216 (+16), {bob.mention} 1184 (-16)"
         )
@@ -214,7 +214,7 @@ def test_the_sweepers_expiries_and_warnings_speak_the_language_of_their_game(
         cog = bot.get_cog("Games")
         alice, bob, carol = world.user("alice"), world.user("bob"), world.user("carol")
         start = await world.slash(bot, "connect4", alice, **where, opponent=bob)
-        challenge = start.original
+        challenge = start.shown
         assert challenge is not None
         await cog.sweep(now=time.time() + settings.bot_challenge_expiry_s + 1)
         await cog.idle()
@@ -223,7 +223,7 @@ def test_the_sweepers_expiries_and_warnings_speak_the_language_of_their_game(
             f"Le défi lancé à {bob.mention} a expiré sans réponse."
         )
         played = await world.slash(bot, "tictactoe", carol, **where)
-        board = played.original
+        board = played.shown
         assert board is not None
         assert "Morpion" in board.text
         await world.press(bot, carol, board, "5")

@@ -18,10 +18,11 @@ from bot.picture import (
     centre,
     contrast,
     size,
-    winning_line,
+    winning_lines,
 )
 from bot.render import (
     BOARD_FILE,
+    analysis_embed,
     analysis_text,
     board_picture,
     button_rows,
@@ -71,17 +72,33 @@ def test_board_picture_draws_stones_holes_and_the_last_move_where_they_are() -> 
     last = centre(position, 2, 0)  # yellow's last stone in column 3 carries a dot
     assert pixel(png, last) == RIM
     assert pixel(png, centre(position, 4, 0)) == STONES[0]  # no dot on older stones
-    assert winning_line(position) == []
+    assert winning_lines(position) == []
 
 
 def test_board_picture_joins_the_winning_four() -> None:
     position = new_game("connect4", "4455667")  # red along the bottom, columns 4 to 7
-    assert winning_line(position) == [(3, 0), (4, 0), (5, 0), (6, 0)]
+    assert winning_lines(position) == [[(3, 0), (4, 0), (5, 0), (6, 0)]]
     png = board_png(position)
     for column in range(3, 7):  # the stroke runs through every winning stone's centre
         assert pixel(png, centre(position, column, 0)) == RIM
     vertical = new_game("connect4", "1212121")
-    assert winning_line(vertical) == [(0, 0), (0, 1), (0, 2), (0, 3)]
+    assert winning_lines(vertical) == [[(0, 0), (0, 1), (0, 2), (0, 3)]]
+
+
+def test_a_drop_that_makes_two_fours_strokes_both() -> None:
+    # Yellow's last stone, column 4 fourth from the bottom, completes column 4 and the
+    # diagonal from column 1's bottom stone at once.
+    position = new_game("connect4", "21676276363664231433317474")
+    column_four = [(3, 0), (3, 1), (3, 2), (3, 3)]
+    diagonal = [(0, 0), (1, 1), (2, 2), (3, 3)]
+    assert winning_lines(position) == [column_four, diagonal]
+    png = board_png(position)
+    for cell in (*column_four, *diagonal):  # each stroke runs through its stones' centres
+        assert pixel(png, centre(position, *cell)) == RIM
+    # ...and between them: halfway along each line, the stroke, not the frame.
+    for a, b in ((column_four[0], column_four[1]), (diagonal[0], diagonal[1])):
+        (xa, ya), (xb, yb) = centre(position, *a), centre(position, *b)
+        assert pixel(png, ((xa + xb) // 2, (ya + yb) // 2)) == RIM
 
 
 def test_connect4_embed_shows_the_picture_and_no_emoji_grid() -> None:
@@ -217,6 +234,40 @@ def test_analysis_text_lists_every_move_best_first() -> None:
     assert analysis_text(position, lost).splitlines()[1] == (
         "**Best move 5**: unclear, looks better for 🟡."
     )
+
+
+def test_tictactoe_analyses_name_the_marks_in_letters_not_low_contrast_emoji() -> None:
+    # Twemoji's ❌, ⭕ and 🅾️ are one red, 2.7:1 on the dark theme: the marks are letters,
+    # text in the theme's own colours (the last one in brackets, free cells by number).
+    position = new_game("tictactoe", "519")
+    result = AnalysisResult(
+        best_move="3",
+        score=0,
+        exact=True,
+        pv=["3"],
+        moves={"2": 0, "3": 0, "4": 0},
+        depth=6,
+        nodes=10,
+        time_ms=1.0,
+        cache="miss",
+        worker="w1",
+    )
+    embed = analysis_embed(position, result)
+    assert embed.description == (
+        "```\n O | 2 | 3 \n---+---+---\n 4 | X | 6 \n---+---+---\n 7 | 8 |(X)\n```"
+    )
+    assert embed.image.url is None  # no picture: the grid is the board
+    text = f"{embed.description}\n{embed.fields[0].value}"
+    assert text.splitlines()[7] == "Tic-tac-toe at `519`, O to move:"
+    for emoji in ("❌", "⭕", "🅾", "❎"):
+        assert emoji not in text
+
+
+def test_one_move_is_said_in_the_singular() -> None:
+    one = GameSession.start("tictactoe", ("111", "222"), notation="5")
+    assert status_line(one.resign("222")) == "⭕ <@222> resigned after 1 move: ❌ <@111> wins."
+    fr = one.model_copy(update={"meta": {"lang": "fr"}})
+    assert status_line(fr.resign("222")) == ("⭕ <@222> abandonne après 1 coup : ❌ <@111> gagne.")
 
 
 def test_stats_and_leaderboard_text() -> None:

@@ -149,7 +149,7 @@ def test_a_session_asked_to_reconnect_resumes_and_keeps_answering(
             await world.until(lambda: session.resumes == 1 and session.connected, "a resume")
             assert len(world.gateway.sessions) == 1  # the same session, not a new one
             shown = await world.slash(bot, "help", world.user("alice"), guild_id=1, channel_id=2)
-            assert shown.answer_kind == "message"
+            assert shown.answer_kind == "defer"
             assert len(shown.ephemeral) == 1
         finally:
             await stop_bot(bot)

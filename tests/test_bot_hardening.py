@@ -1,0 +1,521 @@
+"""The bot under the defects a careful user finds (issue 21): a Redis that stalls past
+Discord's deadline, a board posted again, two resignations at once, a challenge
+repeated, permissions taken away mid-game, workers lost, and the work a redraw does.
+
+Real Redis (a server of the test's own where it is stalled), real workers, the
+bot's real discord.py client; Discord is the stand-in of ``tests/fixtures/discord.py``,
+which refuses an answer later than 3 s or a second one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import discord
+import pytest
+
+import bot.render
+from bot.settings import BotSettings
+from tests.fixtures.discord import (
+    DiscordWorld,
+    FakeMessage,
+    FakeUser,
+    bot_settings,
+    run_with_bot,
+)
+from tests.fixtures.waiting import wait_for
+from worker.core.games import GameSession
+from worker.process.processes import WorkerPool
+from worker.process.redis_server import RedisServer
+
+pytestmark = [pytest.mark.redis, pytest.mark.service]
+
+GUILD = 6161
+CHANNEL = 999
+UNAVAILABLE = "plybot's storage is not answering right now; try again in a moment."
+#: The permissions a channel keeps when an admin takes plybot's board permissions away.
+SEE_AND_SEND = discord.Permissions(view_channel=True, send_messages=True)
+
+
+@pytest.fixture
+def settings(redis_url: str) -> BotSettings:
+    return bot_settings(redis_url)
+
+
+@pytest.fixture
+def own_redis() -> Iterator[RedisServer]:
+    """A Redis of the test's own: stalling it disturbs no other test."""
+    server = RedisServer(persistent=False)
+    server.start()
+    try:
+        yield server
+    finally:
+        if server.process is not None:  # never leave it stopped
+            os.kill(server.process.pid, signal.SIGCONT)
+        server.close()
+
+
+def posts(world: DiscordWorld) -> list[str]:
+    """The bot's messages in the channel that are not boards (announcements, pings)."""
+    return [m.content or "" for m in world.in_channel(CHANNEL) if m.embed is None]
+
+
+async def game_between(
+    world: DiscordWorld, bot: Any, a: FakeUser, b: FakeUser, game: str = "tictactoe"
+) -> FakeMessage:
+    """``a`` challenges ``b``, who accepts: the board (``a`` moves first)."""
+    start = await world.slash(bot, game, a, guild_id=GUILD, channel_id=CHANNEL, opponent=b)
+    board = start.shown
+    assert board is not None, start.ephemeral
+    accepted = await world.press(bot, b, board, "Accept")
+    assert accepted.ephemeral == []
+    return board
+
+
+async def against_plybot(world: DiscordWorld, bot: Any, user: FakeUser, game: str) -> FakeMessage:
+    """``user`` starts ``game`` against plybot (easy, ``user`` first): the board."""
+    start = await world.slash(bot, game, user, guild_id=GUILD, channel_id=CHANNEL, level="easy")
+    board = start.shown
+    assert board is not None, start.ephemeral
+    return board
+
+
+async def record(world: DiscordWorld, bot: Any, user: FakeUser) -> str:
+    """The last line of ``user``'s ``/stats`` (their latest record, or that there is none)."""
+    stats = await world.slash(bot, "stats", user, guild_id=GUILD, channel_id=CHANNEL)
+    assert stats.shown is not None, stats.ephemeral
+    return stats.shown.text.splitlines()[-1]
+
+
+# -- 1. a Redis stall -------------------------------------------------------------------------
+
+
+def test_a_redis_stall_past_discords_deadline_leaves_no_interaction_unanswered(
+    discord_world: DiscordWorld, own_redis: RedisServer
+) -> None:
+    world = discord_world
+    settings = bot_settings(own_redis.url, redis_socket_timeout_s=4.0)  # a 4 s stall
+    assert own_redis.process is not None
+    pid = own_redis.process.pid
+
+    async def eight(bot: Any, users: dict[str, FakeUser], board: FakeMessage, cell: str) -> Any:
+        """Eight interactions at once, each a different handler; their tasks."""
+        where = {"guild_id": GUILD, "channel_id": CHANNEL}
+        u = users
+        calls = [
+            world.slash(bot, "connect4", u["carol"], **where),
+            world.slash(bot, "tictactoe", u["dan"], **where, opponent=u["erin"]),
+            world.slash(bot, "analyze", u["carol"], **where, game="connect4", position="44"),
+            world.slash(bot, "board", u["alice"], **where),
+            world.slash(bot, "stats", u["bob"], **where),
+            world.slash(bot, "leaderboard", u["erin"], **where),
+            world.slash(bot, "settings", u["admin"], **where),
+            world.press(bot, u["frank"], board, cell),
+        ]
+        return [asyncio.ensure_future(c) for c in calls]
+
+    async def scenario(bot: Any) -> None:
+        names = ("alice", "bob", "carol", "dan", "erin", "frank", "gina", "admin")
+        users = {n: world.user(n) for n in names}
+        world.member_permissions[users["admin"].id] = discord.Permissions(manage_guild=True)
+        await game_between(world, bot, users["alice"], users["bob"])
+        board = await game_between(world, bot, users["frank"], users["gina"])
+
+        # A stall that outlasts Discord's deadline, then ends: every interaction was
+        # acknowledged in time while Redis said nothing, and then answered for real.
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            first = len(world.interactions)
+            tasks = await eight(bot, users, board, "5")
+            await world.until(
+                lambda: (
+                    len(world.interactions) == first + 8
+                    # answered, or refused (too late): the state either way
+                    and all(i.answered_at or i.refused for i in world.interactions[first:])
+                ),
+                "eight acknowledgements while Redis is stalled",
+            )
+            world.advance(3.5)  # Discord's deadline for each has passed, Redis still stalled
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        done = await asyncio.gather(*tasks)
+        for interaction in done:
+            assert interaction.refused == []
+            assert interaction.answer_kind == "defer"
+            assert interaction.answered_in is not None
+            assert interaction.answered_in < 3.0
+        assert [UNAVAILABLE in i.ephemeral for i in done] == [False] * 8
+        offline = "plybot's engine is offline right now"
+        connect4, challenge, analyze, shown, stats, ranks, settings_, press = done
+        assert connect4.ephemeral[0].startswith(offline)  # this Redis has no worker
+        assert challenge.shown is not None
+        assert "challenges" in challenge.shown.text
+        assert analyze.ephemeral[0].startswith(offline)
+        assert shown.shown is not None
+        assert shown.shown.buttons()
+        assert stats.shown is not None
+        assert ranks.shown is not None
+        assert settings_.ephemeral[0].startswith("Settings of this server:")
+        assert press.ephemeral == []
+        assert f"Move 2 · ⭕ {users['gina'].mention} to play" in board.text
+
+        # A stall longer than the bot's Redis timeout: each user hears so, ephemerally.
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            tasks = await eight(bot, users, board, "1")
+            done = await asyncio.gather(*tasks)  # the state: each handler has finished
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        for interaction in done:
+            assert interaction.refused == []
+            assert interaction.answered_in is not None
+            assert interaction.answered_in < 3.0
+        assert [i.ephemeral for i in done] == [[UNAVAILABLE]] * 8
+
+    run_with_bot(world, settings, own_redis.url, scenario)
+
+
+# -- 2. /board retires the old board --------------------------------------------------------
+
+
+def test_board_retires_the_old_board_and_a_press_on_it_is_answered(
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
+) -> None:
+    world = discord_world
+
+    async def scenario(bot: Any) -> None:
+        alice, bob = world.user("alice"), world.user("bob")
+        old = await game_between(world, bot, alice, bob, "connect4")
+        stale_id = old.button("4").custom_id
+        again = await world.slash(bot, "board", alice, guild_id=GUILD, channel_id=CHANNEL)
+        await bot.get_cog("Games").idle()  # the old board retired
+        new = again.shown
+        assert new is not None
+        assert new is not old
+        link = f"https://discord.com/channels/{GUILD}/{CHANNEL}/{new.id}"
+        assert old.buttons() == []  # nothing left to press
+        assert old.content == f"This board moved: {link}"
+        assert old.embeds == []
+        # A client that still shows the old buttons presses one: told where to play.
+        pressed = await world.press_custom_id(bot, alice, old, stale_id)
+        assert pressed.ephemeral == [f"That board was replaced by a newer one; play on it: {link}"]
+        assert old.content == f"This board moved: {link}"  # not redrawn, not "thinking"
+        assert "Move 1 · 🔴" in new.text  # the move was not played
+        played = await world.press(bot, alice, new, "4")
+        assert played.ephemeral == []
+        assert f"Move 2 · 🟡 {bob.mention} to play" in new.text
+
+    run_with_bot(world, settings, redis_url, scenario)
+
+
+# -- 3. two resignations at once ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["two buttons", "a button and /resign"])
+def test_two_resignations_at_once_announce_the_result_once(
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld, how: str
+) -> None:
+    world = discord_world
+
+    async def scenario(bot: Any) -> None:
+        alice, bob = world.user("alice"), world.user("bob")
+        board = await game_between(world, bot, alice, bob)
+        before = len(posts(world))
+        # Hold both acknowledgements until both arrived: the two handlers then go on
+        # together, each finding the game still being played.
+        callback = r"/interactions/\d+/[^/]+/callback"
+        async with world.holding("POST", callback) as hold:
+            first = asyncio.ensure_future(world.press(bot, alice, board, "Resign"))
+            if how == "two buttons":
+                other = world.press(bot, bob, board, "Resign")
+            else:
+                other = world.slash(bot, "resign", bob, guild_id=GUILD, channel_id=CHANNEL)
+            second = asyncio.ensure_future(other)
+            await world.until(lambda: hold.waiting == 2, "both resignations acknowledged")
+        answers = await asyncio.gather(first, second)
+        await bot.get_cog("Games").idle()
+        results = [p for p in posts(world)[before:] if "resigned" in p or "Resigned" in p]
+        assert len(results) == 1, results
+        told = [a.ephemeral for a in answers if a.ephemeral]
+        # The later one hears the game is over (or, once its claim is freed, that there
+        # is no game of theirs left in the channel).
+        assert told in ([["This game is over."]], [["You have no game in this channel."]])
+        counted = await record(world, bot, alice)  # one game counted, not two
+        assert counted.endswith((" 0 / 0 / 1", " 1 / 0 / 0")), counted
+
+    run_with_bot(world, settings, redis_url, scenario)
+
+
+# -- 4. a challenge cooldown ----------------------------------------------------------------
+
+
+def test_challenging_the_same_member_again_waits_for_a_cooldown(
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
+) -> None:
+    world = discord_world
+
+    async def scenario(bot: Any) -> None:
+        alice, bob, carol = world.user("alice"), world.user("bob"), world.user("carol")
+        where = {"guild_id": GUILD, "channel_id": CHANNEL}
+        refusals = []
+        for _ in range(10):  # challenge, withdraw, challenge again...
+            start = await world.slash(bot, "connect4", alice, **where, opponent=bob)
+            if start.ephemeral:
+                refusals.append((start, start.ephemeral[0]))
+                continue
+            withdrawn = await world.slash(bot, "resign", alice, **where)
+            assert withdrawn.ephemeral == []
+        pinged = [m for m in world.in_channel(CHANNEL) if bob.id in m.pinged]
+        assert len(pinged) == 1  # one ping, not ten
+        assert len(refusals) == 9
+        start, said = refusals[0]
+        prefix = f"You challenged {bob.mention} a moment ago; you can challenge them again <t:"
+        assert said.startswith(prefix)
+        assert said.endswith(":R>.")
+        when = int(said.removeprefix(prefix).removesuffix(":R>."))
+        assert time.time() < when <= time.time() + 61  # when: within the minute
+        # Someone else may be challenged at once, and bob may challenge alice.
+        other = await world.slash(bot, "connect4", alice, **where, opponent=carol)
+        assert other.ephemeral == []
+        back = await world.slash(bot, "tictactoe", bob, **where, opponent=world.user("dan"))
+        assert back.ephemeral == []
+
+    run_with_bot(world, settings, redis_url, scenario)
+
+
+# -- 6. permissions revoked, workers lost -------------------------------------------------------
+
+
+@pytest.mark.usefixtures("workers")
+def test_permissions_revoked_before_a_press_end_the_game_without_a_result(
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
+) -> None:
+    world = discord_world
+
+    async def scenario(bot: Any) -> None:
+        cog = bot.get_cog("Games")
+        alice = world.user("alice")
+        board = await against_plybot(world, bot, alice, "tictactoe")
+        world.permissions[CHANNEL] = SEE_AND_SEND
+        stranger = await world.press(bot, world.user("carol"), board, "5")
+        assert stranger.ephemeral == ["You are not playing in this game."]  # not hers to end
+        assert "to play" in board.text
+        press = await world.press(bot, alice, board, "5")
+        assert press.ephemeral == [
+            "plybot can no longer show this game here (missing: Embed Links, Attach Files, "
+            "Read Message History), so the game ended with no result: it counts in no rating "
+            "or record. Ask a server admin to give plybot its permissions back, or play in "
+            "another channel."
+        ]
+        assert "Ended with no result after 0 moves: plybot lost its permissions" in board.text
+        await cog.sweep(now=time.time() + 3 * 3600)  # long past any move timeout
+        assert "forfeit" not in board.text
+        world.permissions.pop(CHANNEL)
+        assert await record(world, bot, alice) == "No finished games yet."
+        # The game no longer holds the channel: a new one starts.
+        again = await world.slash(bot, "tictactoe", alice, guild_id=GUILD, channel_id=CHANNEL)
+        assert again.ephemeral == []
+
+    run_with_bot(world, settings, redis_url, scenario)
+
+
+@pytest.mark.usefixtures("workers")
+def test_permissions_revoked_while_plybot_thinks_end_the_game_and_the_player_hears_it(
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
+) -> None:
+    world = discord_world
+
+    async def scenario(bot: Any) -> None:
+        cog = bot.get_cog("Games")
+        alice = world.user("alice")
+        board = await against_plybot(world, bot, alice, "connect4")
+        # plybot's move is ready to show when its permissions go.
+        edit = rf"/channels/{CHANNEL}/messages/{board.id}"
+        async with world.holding("PATCH", edit) as hold:
+            press = await world.press(bot, alice, board, "4")
+            await world.until(lambda: hold.waiting == 1, "plybot's move about to be shown")
+            world.permissions[CHANNEL] = SEE_AND_SEND
+        await cog.idle()
+        assert len(press.ephemeral) == 1
+        assert press.ephemeral[0].startswith("plybot can no longer show this game here")
+        # plybot's move was played, not shown: the game ends after it, with no result.
+        assert "Ended with no result after 2 moves: plybot lost its permissions" in board.text
+        await cog.sweep(now=time.time() + 3 * 3600)
+        assert "forfeit" not in board.text
+        world.permissions.pop(CHANNEL)
+        assert await record(world, bot, alice) == "No finished games yet."
+
+    run_with_bot(world, settings, redis_url, scenario)
+
+
+def test_permissions_revoked_before_the_move_warning_end_the_game_without_a_forfeit(
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
+) -> None:
+    world = discord_world
+
+    async def scenario(bot: Any) -> None:
+        cog = bot.get_cog("Games")
+        alice, bob = world.user("alice"), world.user("bob")
+        board = await game_between(world, bot, alice, bob)
+        world.permissions[CHANNEL] = SEE_AND_SEND  # nobody presses after this
+        timeout = settings.bot_inactivity_timeout_s
+        await cog.sweep(now=time.time() + timeout * 0.9)  # the warning cannot be shown...
+        await cog.sweep(now=time.time() + timeout + 1)  # ...so there is no forfeit after it
+        await cog.idle()
+        world.permissions.pop(CHANNEL)
+        for user in (alice, bob):
+            assert await record(world, bot, user) == "No finished games yet."
+        pressed = await world.press(bot, alice, board, "5")
+        assert pressed.ephemeral == ["This game is over."]
+        assert "Ended with no result after 0 moves: plybot lost its permissions" in board.text
+        assert "forfeit" not in board.text
+
+    run_with_bot(world, settings, redis_url, scenario)
+
+
+def test_workers_lost_end_the_game_at_once_without_a_result(
+    redis_server: RedisServer, discord_world: DiscordWorld
+) -> None:
+    world = discord_world
+    # A database of its own: its only workers are this test's, which it stops.
+    url = redis_server.url.rsplit("/", 1)[0] + "/9"
+    settings = bot_settings(url)
+    pool = WorkerPool(url, 1, "interactive,analysis")
+
+    async def scenario(bot: Any) -> None:
+        cog = bot.get_cog("Games")
+        alice = world.user("alice")
+        board = await against_plybot(world, bot, alice, "tictactoe")
+        await asyncio.to_thread(pool.stop)
+        await asyncio.to_thread(
+            wait_for, lambda: not pool.workers(), "the workers gone from the registry"
+        )
+        press = await world.press(bot, alice, board, "5")
+        assert press.ephemeral == []
+        await cog.idle()
+        assert "Ended with no result after 1 move: plybot's engine went offline." in board.text
+        assert [b.label for b in board.buttons()][-1] == "Rematch"
+        assert posts(world)[-1] == (
+            f"Tic-tac-toe: the game of {alice.mention} and plybot ended with no result: "
+            "plybot's engine went offline. It counts in no rating or record; Rematch starts "
+            "a new one."
+        )
+        assert await record(world, bot, alice) == "No finished games yet."
+
+    try:
+        pool.wait_ready()
+        run_with_bot(world, settings, url, scenario)
+    finally:
+        pool.stop()
+
+
+def test_workers_that_stop_answering_mid_move_end_the_game_at_once(
+    redis_server: RedisServer, discord_world: DiscordWorld
+) -> None:
+    world = discord_world
+    url = redis_server.url.rsplit("/", 1)[0] + "/10"
+    settings = bot_settings(url)
+    pool = WorkerPool(url, 1, "interactive,analysis")
+    hung: list[int] = []
+
+    async def scenario(bot: Any) -> None:
+        cog = bot.get_cog("Games")
+        alice = world.user("alice")
+        board = await against_plybot(world, bot, alice, "tictactoe")
+        (name,) = pool.workers()
+        hung.append(pool.kill_worker(name, signal.SIGSTOP))  # it hangs; its lease lapses
+        press = await world.press(bot, alice, board, "5")
+        assert press.ephemeral == []
+        await cog.idle()  # the state: plybot's move is settled one way or the other
+        # Told that the engine went offline (once its lease lapsed), not that plybot's
+        # move failed three times over (each a minute later).
+        assert "Ended with no result after 1 move: plybot's engine went offline." in board.text
+        assert await record(world, bot, alice) == "No finished games yet."
+
+    try:
+        pool.wait_ready()
+        run_with_bot(world, settings, url, scenario)
+    finally:
+        for pid in hung:
+            os.kill(pid, signal.SIGCONT)
+        pool.stop()
+
+
+# -- 7. words and pings at the end ------------------------------------------------------------
+
+
+def test_one_move_is_singular_and_the_last_turn_ping_goes_with_the_game(
+    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
+) -> None:
+    world = discord_world
+
+    async def scenario(bot: Any) -> None:
+        alice, bob = world.user("alice"), world.user("bob")
+        board = await game_between(world, bot, alice, bob)
+        await world.press(bot, alice, board, "5")
+        await bot.get_cog("Games").idle()
+        pings = [m for m in world.in_channel(CHANNEL) if "your move" in (m.content or "")]
+        assert len(pings) == 1
+        await world.press(bot, bob, board, "Resign")
+        await bot.get_cog("Games").idle()
+        assert f"{bob.mention} resigned after 1 move: " in board.text
+        assert pings[0].deleted  # it asked for a move no longer due
+        live = [m for m in world.in_channel(CHANNEL) if "your move" in (m.content or "")]
+        assert live == []
+
+    run_with_bot(world, settings, redis_url, scenario)
+
+
+# -- 8. the work of a redraw --------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("workers")
+def test_a_bot_move_parses_once_and_draws_one_picture_per_redraw(
+    settings: BotSettings,
+    redis_url: str,
+    discord_world: DiscordWorld,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    world = discord_world
+    parses: Counter[str] = Counter()  # GameSession.position() calls by the bot, per caller
+    pictures: list[int] = []
+    parse, draw_png = GameSession.position, bot.render.board_png
+
+    def counted_parse(session: GameSession) -> Any:
+        caller = sys._getframe(1)
+        if caller.f_globals["__name__"].startswith("bot."):
+            parses[caller.f_code.co_name] += 1
+        return parse(session)
+
+    def counted_png(position: Any) -> bytes:
+        pictures.append(position.ply)
+        return draw_png(position)
+
+    monkeypatch.setattr(GameSession, "position", counted_parse)
+    monkeypatch.setattr(bot.render, "board_png", counted_png)
+
+    async def scenario(bot_: Any) -> None:
+        cog = bot_.get_cog("Games")
+        alice = world.user("alice")
+        board = await against_plybot(world, bot_, alice, "connect4")
+        for column in ("4", "4", "3"):
+            parses.clear()
+            pictures.clear()
+            versions = len(board.history)
+            press = await world.press(bot_, alice, board, column)
+            assert press.ephemeral == []
+            await cog.idle()  # plybot's reply played and shown
+            redraws = len(board.history) - versions
+            assert redraws == 2  # the press's board, then plybot's move
+            # One parse per redraw, and one more to name the pressed button's move.
+            assert parses == {"draw": redraws, "press": 1}, parses
+            assert len(pictures) == redraws, pictures  # one picture per redraw
+
+    run_with_bot(world, settings, redis_url, scenario)

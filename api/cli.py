@@ -39,7 +39,8 @@ def main(argv: list[str]) -> int:
         return 2
     from worker.core.redis_memory import check_redis_memory
 
-    verdict = check_redis_memory(settings.redis_url)  # the URL (it may hold a password) unsaid
+    # (the URL, which may hold a password, is never said)
+    verdict = check_redis_memory(settings.redis_url, cache_apart=bool(settings.cache_url))
     if verdict.level == "refuse":
         print(f"plybot serve: refusing to start: {verdict.message}", file=sys.stderr)
         return 2

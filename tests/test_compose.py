@@ -23,8 +23,8 @@ def compose() -> dict:
     return yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 
 
-def test_the_four_services_are_there(compose: dict) -> None:
-    assert set(compose["services"]) == {"redis", "api", "worker", "bot"}
+def test_the_five_services_are_there(compose: dict) -> None:
+    assert set(compose["services"]) == {"redis", "cache", "api", "worker", "bot"}
 
 
 @pytest.mark.parametrize("service", ["api", "worker", "bot"])
@@ -52,8 +52,11 @@ def test_workers_scale_and_redis_persists(compose: dict) -> None:
     redis = compose["services"]["redis"]
     command = redis["command"]
     assert command[command.index("--appendonly") + 1] == "yes"
-    assert command[command.index("--maxmemory-policy") + 1] == "volatile-lru"
+    assert command[command.index("--maxmemory-policy") + 1] == "noeviction"
     assert any(v.endswith(":/data") for v in redis["volumes"])
+    cache = compose["services"]["cache"]["command"]
+    assert cache[cache.index("--maxmemory-policy") + 1] == "allkeys-lru"
+    assert worker["environment"]["PLYBOT_CACHE_URL"] == "redis://cache:6379/0"
 
 
 def test_the_image_compiles_the_engine_at_build_time() -> None:

@@ -97,10 +97,14 @@ class _Service:
             data_dir=outdir / "redis", persistent=True, maxmemory="256mb"
         )
         self.url = self.redis_server.start()
+        # The position cache on a Redis of its own, as `plybot up` runs it.
+        self.cache_server = RedisServer(maxmemory="128mb", maxmemory_policy="allkeys-lru")
+        self.cache_url = self.cache_server.start()
         self.port = free_port()
         env = {
             **os.environ,
             "REDIS_URL": self.url,
+            "PLYBOT_CACHE_URL": self.cache_url,
             "PYTHONUNBUFFERED": "1",
             "PLYBOT_API_RATE_LIMIT": "100000",
             "PLYBOT_API_RATE_LIMIT_READS": "1000000",
@@ -184,7 +188,7 @@ class _Service:
             r = self.http.get(f"/v1/analyses/{job_id}")
         except httpx.HTTPError:
             return None
-        if r.status_code == 404:  # finished, then its record evicted (volatile-lru, full)
+        if r.status_code == 404:  # finished, then its record gone (never, at noeviction)
             return {"status": "evicted", "error": "its record was evicted (404)"}
         if r.status_code != 200:
             return None
@@ -233,6 +237,7 @@ class _Service:
         self.http.close()
         stop_process(self.up, timeout=60)
         self.redis_server.close()
+        self.cache_server.close()
 
 
 def _phase_redis_killed(
@@ -296,7 +301,7 @@ def _phase_redis_full(
     conn.config_set("maxmemory", used + (4 << 20))
     filler, n = "x" * (64 << 10), 0
     try:
-        while n < 100_000:  # keys with no TTL: volatile-lru cannot evict them
+        while n < 100_000:  # the job Redis runs at noeviction: it refuses writes when full
             conn.set(f"chaos:fill:{n}", filler)
             n += 1
     except redis.exceptions.OutOfMemoryError:

@@ -1,14 +1,19 @@
-"""Is a Redis safe to run plybot on, memory-wise? Checked by ``plybot serve`` and
-``plybot up`` at start when ``REDIS_URL`` points at a Redis they did not start.
+"""Is a Redis safe to run plybot's jobs on, memory-wise? Checked by ``plybot serve``,
+``plybot worker`` and ``plybot up`` at start when ``REDIS_URL`` points at a Redis they
+did not start.
 
-plybot keeps queued jobs, running jobs' records and games in the same Redis as
-the position cache. So:
+The job Redis holds queued jobs, RQ's records of running and finished jobs and their
+results (a finished job's records carry RQ's ``result_ttl`` as a Redis TTL) and games.
+Nothing a requester still needs may be evicted, so it runs as Sidekiq's and RQ's
+operators run theirs: ``maxmemory-policy noeviction``, and the position cache on a Redis
+of its own (``PLYBOT_CACHE_URL``) at ``allkeys-lru`` (``plybot up`` starts both). So:
 
-* ``maxmemory-policy`` ``allkeys-*`` is refused: it evicts any key, queued jobs
-  and games included, so work would vanish under memory pressure.
-* ``maxmemory`` 0 (no limit) is warned about: the cache then grows until the
-  machine runs out of memory. ``volatile-*`` policies and ``noeviction`` with a
-  limit are accepted; when Redis is full the API answers 503, never 500.
+* ``allkeys-*`` is refused: it evicts any key, queued jobs and games included.
+* ``volatile-*`` is warned about: it may evict a finished job's result (it has a TTL)
+  before its requester read it.
+* ``noeviction`` is right; with the cache sharing it (no ``PLYBOT_CACHE_URL``) and no
+  ``maxmemory``, the cache grows until its entries expire: warned about. When the job
+  Redis is full, the API answers 503 and the workers wait until memory is freed.
 * A Redis that refuses ``CONFIG GET`` (managed services often do) or is not
   reachable yet is warned about, not refused: the service rides out an outage.
 """
@@ -30,13 +35,18 @@ class MemoryVerdict(NamedTuple):
 
 
 ADVICE = (
-    "set e.g. `CONFIG SET maxmemory 512mb` and `CONFIG SET maxmemory-policy volatile-lru` "
-    "(or noeviction)"
+    "run the job Redis with `CONFIG SET maxmemory-policy noeviction`, and the position cache "
+    "on a Redis of its own (PLYBOT_CACHE_URL) with maxmemory and allkeys-lru"
 )
 
 
-def check_redis_memory(url: str, timeout: float = 5.0) -> MemoryVerdict:
-    """The verdict on the Redis at ``url`` (see the module docstring). Never raises."""
+def check_redis_memory(
+    url: str, timeout: float = 5.0, *, cache_apart: bool = False
+) -> MemoryVerdict:
+    """The verdict on the job Redis at ``url`` (see the module docstring). Never raises.
+
+    ``cache_apart``: the position cache has a Redis of its own (``PLYBOT_CACHE_URL``).
+    """
     client = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
     try:
         config = client.config_get("maxmemory*")
@@ -57,10 +67,16 @@ def check_redis_memory(url: str, timeout: float = 5.0) -> MemoryVerdict:
             f"Redis' maxmemory-policy is {policy}: under memory pressure it would evict queued "
             f"jobs and games, not just cache entries; {ADVICE}",
         )
-    if maxmemory == 0:
+    if policy.startswith("volatile"):
         return MemoryVerdict(
             "warn",
-            "Redis has no maxmemory: the position cache grows until the machine runs out of "
-            f"memory; {ADVICE}",
+            f"Redis' maxmemory-policy is {policy}: under memory pressure it may evict a "
+            f"finished job's result before its requester read it; {ADVICE}",
+        )
+    if maxmemory == 0 and not cache_apart:
+        return MemoryVerdict(
+            "warn",
+            "Redis has no maxmemory and the position cache shares it: the cache grows until "
+            f"its entries expire; {ADVICE}",
         )
     return MemoryVerdict("ok", f"Redis maxmemory {maxmemory} bytes, policy {policy}")

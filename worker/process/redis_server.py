@@ -56,11 +56,12 @@ def free_port() -> int:
 class RedisServer:
     """A ``redis-server`` process of our own.
 
-    ``persistent=False`` (tests) turns off RDB and AOF; ``persistent=True``
-    (``plybot up``) keeps an append-only file in ``data_dir`` so queued jobs and
-    games survive a restart. ``maxmemory`` with ``volatile-lru`` bounds the
-    position cache: its entries carry a TTL and are evicted first by age of use,
-    while queued jobs and games (no TTL) are never evicted.
+    ``persistent=False`` (tests, the cache) turns off RDB and AOF; ``persistent=True``
+    (``plybot up``'s job Redis) keeps an append-only file in ``data_dir`` so queued jobs
+    and games survive a restart. ``maxmemory`` bounds its memory, with
+    ``maxmemory_policy``: ``noeviction`` for the job Redis (nothing a requester needs is
+    ever evicted: a full one refuses writes until memory is freed), ``allkeys-lru`` for
+    the position cache's own Redis (see :mod:`worker.core.redis_memory`).
     """
 
     def __init__(
@@ -70,7 +71,7 @@ class RedisServer:
         data_dir: str | Path | None = None,
         persistent: bool = False,
         maxmemory: str | None = None,
-        maxmemory_policy: str = "volatile-lru",
+        maxmemory_policy: str = "noeviction",
         binary: str | None = None,
         log_name: str | None = None,
     ) -> None:

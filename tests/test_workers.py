@@ -8,9 +8,11 @@ import signal
 import time
 
 import pytest
+from rq import Queue
 
 from worker.core.client import JobClient, JobFailed
 from worker.core.contract import AnalysisRequest, MoveRequest
+from worker.core.kinds import KINDS
 
 pytestmark = [pytest.mark.redis, pytest.mark.service]
 
@@ -171,13 +173,14 @@ def test_a_second_death_fails_the_job_with_a_clear_error(redis_url, worker_pool)
 def test_a_job_taken_by_a_worker_that_died_at_once_is_not_lost(
     clean_redis, redis_url, worker_pool
 ) -> None:  # type: ignore[no-untyped-def]
-    # A worker popped the id and died before marking the job running: the job is on no
-    # queue and nobody runs it. The reaper finds it and queues it again.
+    # A worker popped the id and died before starting the job (RQ's own window): the job is
+    # on no queue and nobody runs it. Its waiter sees that and queues it again.
     async def go() -> None:
         async with JobClient(redis_url) as client:
             job_id = await client.submit(AnalysisRequest(game="tictactoe", position="19"))
-            assert clean_redis.lpop("rq:queue:analysis").decode() == job_id  # the "dead" pop
-            worker_pool(1, env={"PLYBOT_LOST_JOB_AFTER_S": "1"})
+            queue = Queue(KINDS["analysis"].queue, connection=clean_redis)
+            assert clean_redis.lpop(queue.key).decode() == job_id  # the "dead" worker's pop
+            worker_pool(1)
             result = await client.result(job_id, timeout=30)
             assert result.exact
             assert (await client.status(job_id)).attempts == 1

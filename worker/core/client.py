@@ -121,6 +121,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _SAFETY_RECHECK_S = 1.0
+#: A job seen waiting in no queue this long was taken by a worker that died before starting
+#: it (RQ's pop-to-start window is milliseconds): it is put back at the front of its queue.
+_LOST_AFTER_S = 1.0
 #: Threads for RQ's synchronous calls (each holds one Redis round trip at a time).
 _RQ_THREADS = 32
 
@@ -232,6 +235,8 @@ class JobClient:
             max_connections=_RQ_THREADS * 2,
         )
         self._threads = ThreadPoolExecutor(_RQ_THREADS, thread_name_prefix="rq-call")
+        #: Queued jobs seen in no queue, since when (see :meth:`_recover_if_lost`).
+        self._lost_since: dict[str, float] = {}
         self.store = JobStore(self._sync, self.settings)
         # The workers' shared position cache, read at submission (synchronous, with its
         # short timeout and circuit breaker: called in a thread).
@@ -292,7 +297,23 @@ class JobClient:
         state = await self._call(self.store.state, job_id)
         if state is None:
             raise UnknownJob(job_id)
+        if state.status == "queued":
+            await self._recover_if_lost(job_id)
         return state
+
+    async def _recover_if_lost(self, job_id: str) -> None:
+        """Put a job back on its queue if it was seen waiting in no queue twice, at least
+        ``_LOST_AFTER_S`` apart: a worker took it and died before starting it. Every reader
+        of a waiting job's state (a waiter's recheck, a GET) looks, so no accepted job is lost.
+        """
+        if not await self._call(self.store.lost, job_id):
+            self._lost_since.pop(job_id, None)
+            return
+        now = time.monotonic()
+        first = self._lost_since.setdefault(job_id, now)
+        if now - first >= _LOST_AFTER_S:
+            self._lost_since.pop(job_id, None)
+            await self._call(self.store.requeue_lost, job_id)
 
     async def progress(self, job_id: str) -> list[Progress]:
         """The progress events of the job so far, oldest first."""

@@ -255,6 +255,31 @@ class JobStore:
             self.announce(state)
         return "stopping" if status == JobStatus.STARTED else "canceled"
 
+    def canceled(self, job_id: str) -> bool:
+        """True if the job was canceled: RQ says so, or plybot's record does (a cancel that
+        came as RQ's loop took the job, which then marked it started)."""
+        if self.redis.hexists(keys.job(job_id), "reason"):
+            return True
+        job = Job(job_id, connection=self.redis, serializer=JSONSerializer)
+        return job.get_status(refresh=True) == JobStatus.CANCELED
+
+    def lost(self, job_id: str) -> bool:
+        """True if RQ says the job waits in its queue but it is not there: taken by a worker
+        that died between RQ's pop and the job's start (RQ's own window of milliseconds)."""
+        job = fetch(self.redis, job_id)
+        if job is None or job.get_status(refresh=False) != JobStatus.QUEUED:
+            return False
+        return self.queue(job.origin).get_job_position(job_id) is None
+
+    def requeue_lost(self, job_id: str) -> None:
+        """Put a :meth:`lost` job back at the front of its queue (RQ's ``enqueue_job``)."""
+        job = fetch(self.redis, job_id)
+        if job is not None:
+            log.warning(
+                "job %s was taken by a worker that died before starting it: requeued", job_id
+            )
+            self.queue(job.origin).enqueue_job(job, at_front=True)
+
     def withdraw(self, job_id: str) -> str:
         """One requester's cancel of a job that identical requests may share.
 

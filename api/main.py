@@ -85,10 +85,11 @@ digits 1-7, e.g. `4453`); scores are from the side to move (Connect Four: as in
 Pascal Pons' benchmark files, positive = win, 22 - stones at the win).
 
 Errors are JSON `{"detail": ..., "message": "one line"}`: 422 names the field and the
-problem, 401 an unknown API key, 404 an unknown id, 409 a move out of turn, 429 past
-this client's rate limit or caps (see `Retry-After`; a client is its configured
-`X-API-Key` or its address), 503 while Redis is unreachable or full, or past the
-service's caps (with `Retry-After`).
+problem (a body that is JSON but not an object too), 400 a body that cannot be read as
+UTF-8 JSON (where and why), 415 a body whose Content-Type is not JSON, 401 an unknown
+API key, 404 an unknown id, 409 a move out of turn, 429 past this client's rate limit or
+caps (see `Retry-After`; a client is its configured `X-API-Key` or its address), 503
+while Redis is unreachable or full, or past the service's caps (with `Retry-After`).
 """
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -182,31 +183,71 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     return app
 
 
+#: What the docs pages may load: their own host only (``data:`` images: ReDoc's icons).
+#: Swagger UI runs one inline script and ReDoc sets inline styles and starts its search
+#: worker from a ``blob:``; nothing may come from another host, even if a future
+#: release of either adds a CDN address.
+DOCS_CSP = (
+    "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'; "
+    "frame-src 'none'; object-src 'none'; base-uri 'self'; form-action 'self'"
+)
+
+#: The one address from another host in ReDoc's bundle: the logo beside its "API docs by
+#: Redocly" link, shown in the sidebar of every page. Served without it (an empty image
+#: in its place; the link stays).
+REDOC_CDN_LOGO = b"https://cdn.redoc.ly/redoc/logo-mini.svg"
+EMPTY_IMAGE = b"data:image/svg+xml,%3Csvg xmlns=%27http://www.w3.org/2000/svg%27/%3E"
+
+
+@functools.cache
+def _redoc_bundle(path: Path) -> bytes:
+    """ReDoc's standalone bundle, read once, with its CDN logo replaced."""
+    return path.read_bytes().replace(REDOC_CDN_LOGO, EMPTY_IMAGE)
+
+
 def _docs(app: FastAPI) -> None:
     """``/docs`` (Swagger UI) and ``/redoc`` by FastAPI's self-hosting recipe, their
     scripts and styles served from ``/docs-assets`` out of the ``fastapi-offline``
-    package, so the API docs need no internet."""
+    package, so the API docs load nothing from another host (:data:`DOCS_CSP` holds
+    the browser to that)."""
     assets = Path(fastapi_offline.__file__).parent / "static"
     openapi_url = app.openapi_url or "/openapi.json"
+    own_host_only = {"Content-Security-Policy": DOCS_CSP}
 
     @app.get("/docs", include_in_schema=False)
     async def docs() -> HTMLResponse:
-        return get_swagger_ui_html(
+        page = get_swagger_ui_html(
             openapi_url=openapi_url,
             title=f"{app.title} - API docs",
             swagger_js_url="/docs-assets/swagger-ui-bundle.js",
             swagger_css_url="/docs-assets/swagger-ui.css",
             swagger_favicon_url="/favicon.svg",
+            # No badge from validator.swagger.io (Swagger UI shows one for a spec on a
+            # public host): it would send the spec's address to a third party.
+            swagger_ui_parameters={"validatorUrl": None},
         )
+        page.headers.update(own_host_only)
+        return page
 
     @app.get("/redoc", include_in_schema=False)
     async def redoc() -> HTMLResponse:
-        return get_redoc_html(
+        page = get_redoc_html(
             openapi_url=openapi_url,
             title=f"{app.title} - API docs",
             redoc_js_url="/docs-assets/redoc.standalone.js",
             redoc_favicon_url="/favicon.svg",
             with_google_fonts=False,
+        )
+        page.headers.update(own_host_only)
+        return page
+
+    @app.get("/docs-assets/redoc.standalone.js", include_in_schema=False)
+    async def redoc_bundle() -> Response:
+        return Response(
+            _redoc_bundle(assets / "redoc.standalone.js"),
+            media_type="text/javascript",
+            headers={"Cache-Control": f"public, max-age={STATIC_MAX_AGE_S}"},
         )
 
     app.mount("/docs-assets", CachedStaticFiles(directory=assets), name="docs-assets")

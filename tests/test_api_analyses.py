@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import redis
 
 from engine.analysis import analyze
 from engine.game import new_game
 from tests.fixtures.api import ApiServer, WebhookReceiver
+from tests.fixtures.waiting import wait_for
 from worker.core.client import JobClient
 
 pytestmark = [pytest.mark.redis, pytest.mark.service]
@@ -183,7 +184,7 @@ def test_event_stream_of_a_failed_analysis_ends_with_the_error(
 # -- webhooks ---------------------------------------------------------------------------------
 
 
-def test_webhook_is_retried_until_delivered(http: httpx.Client) -> None:
+def test_webhook_is_retried_until_delivered(http: httpx.Client, redis_client: redis.Redis) -> None:
     with WebhookReceiver(failures=1) as receiver:
         body = {"game": "connect4", "position": "445", "mode": "depth", "depth": 5}
         accepted = http.post("/v1/analyses", json={**body, "callback_url": receiver.url})
@@ -197,7 +198,9 @@ def test_webhook_is_retried_until_delivered(http: httpx.Client) -> None:
         assert second["id"] == accepted.json()["id"]
         assert second["status"] == "done"
         assert second == http.get(accepted.headers["Location"]).json()
-        time.sleep(0.5)  # delivered: nothing more comes
+        # Delivered: its record goes once the 204 is in, and with it any further attempt.
+        record = f"plybot:callback:{second_headers['X-Plybot-Delivery']}"
+        wait_for(lambda: not redis_client.exists(record), "the delivery's record deleted")
         assert len(receiver.requests) == 2
 
 

@@ -11,8 +11,10 @@ reads it here instead, so that a body the API cannot read is:
   deeper than :data:`MAX_DEPTH`, a number longer than :data:`MAX_NUMBER_CHARS`, or
   ``NaN``/``Infinity`` (not JSON); each message says where (line, column and
   character) and why;
-* 415 when its ``Content-Type`` is not JSON (``application/json`` or ``*+json``;
-  a body without one is read as JSON).
+* 400 when an object gives one key twice (which value counts is not JSON's to say);
+* 415 when its ``Content-Type`` is missing or not JSON (``application/json`` or
+  ``*+json``), or declares a charset other than UTF-8. A browser sends a cross-site
+  form or ``text/plain`` body without asking first; JSON it must ask for (CORS).
 
 A JSON value that is not what the route takes (``"hello"`` where an object is
 expected) is JSON, so it goes on to validation: 422 naming the field
@@ -29,6 +31,8 @@ from typing import Any
 
 from fastapi import HTTPException, Request, Response
 from fastapi.routing import APIRoute
+
+from api.errors import printable
 
 #: Deepest nesting of arrays and objects a body may have (the API's bodies are flat;
 #: Python's parser gives up near 1,000).
@@ -89,6 +93,19 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(name)  # NaN, Infinity: located by _beyond_limits
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise _DuplicateKey(key)
+        found[key] = value
+    return found
+
+
 def decode_json(raw: bytes) -> Any:
     """The JSON value of ``raw``, or a :class:`BodyError` (400) saying where and why not."""
     encoding = json.detect_encoding(raw)
@@ -104,7 +121,11 @@ def decode_json(raw: bytes) -> Any:
             "JSON bodies must be UTF-8"
         ) from None
     try:
-        value = json.loads(text, parse_constant=_refuse_constant)
+        value = json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise BodyError(
+            f"body: the key {printable(repr(exc.args[0]))} is given twice in one object"
+        ) from None
     except json.JSONDecodeError as exc:
         # A limit passed before the syntax error is the first thing wrong.
         first = _beyond_limits(text, exc.pos)
@@ -119,13 +140,24 @@ def decode_json(raw: bytes) -> Any:
     return value
 
 
-def _is_json(content_type: str) -> bool:
+def content_type_refusal(content_type: str | None) -> str | None:
+    """Why a body with this ``Content-Type`` is not read (``None``: it is JSON, UTF-8)."""
+    if not content_type:
+        return "body: no Content-Type; send 'Content-Type: application/json'"
     message = email.message.Message()
     message["content-type"] = content_type
     subtype = message.get_content_subtype()
-    return message.get_content_maintype() == "application" and (
+    if message.get_content_maintype() != "application" or not (
         subtype == "json" or subtype.endswith("+json")
-    )
+    ):
+        return (
+            f"body: Content-Type '{content_type}' is not JSON; send "
+            "'Content-Type: application/json'"
+        )
+    charset = message.get_param("charset")
+    if isinstance(charset, str) and charset.lower().replace("-", "") != "utf8":
+        return f"body: Content-Type declares charset={charset}; JSON bodies must be UTF-8"
+    return None
 
 
 class JsonRequest(Request):
@@ -139,7 +171,7 @@ class JsonRequest(Request):
 
 class JsonBodyRoute(APIRoute):
     """A route whose body is read by :func:`decode_json`, and refused (415) when its
-    ``Content-Type`` is not JSON: the route class of every router."""
+    ``Content-Type`` is missing or not UTF-8 JSON: the route class of every router."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
@@ -147,13 +179,10 @@ class JsonBodyRoute(APIRoute):
 
         async def read_as_json(request: Request) -> Response:
             request = JsonRequest(request.scope, request.receive)
-            content_type = request.headers.get("content-type")
-            if takes_body and content_type and not _is_json(content_type) and await request.body():
-                raise BodyError(
-                    f"body: Content-Type '{content_type}' is not JSON; send "
-                    "'Content-Type: application/json'",
-                    415,
-                )
+            if takes_body:
+                refused = content_type_refusal(request.headers.get("content-type"))
+                if refused is not None and await request.body():
+                    raise BodyError(refused, 415)
             return await handler(request)
 
         return read_as_json

@@ -76,6 +76,8 @@ def _clean(error: dict[str, Any]) -> dict[str, Any]:
     if loc == ["body"] and error.get("type") in _NOT_AN_OBJECT:
         # The whole body is JSON of another kind: say which, not pydantic's "to extract fields"
         msg = f"a JSON object is expected, not {_json_kind(error.get('input'))}"
+    elif loc == ["body"] and error.get("type") == "missing":
+        msg = "missing: a JSON object is expected"
     return {"loc": loc, "msg": msg, "type": error.get("type", "")}
 
 

@@ -116,7 +116,7 @@ def test_lone_surrogates_and_undecodable_bodies_get_a_clear_4xx(
 
 
 #: The bodies of the README's table of bad bodies, by their cell in its first column:
-#: (bytes, Content-Type).
+#: (bytes, Content-Type or none).
 BAD_BODIES = {
     '`"hello"`': (b'"hello"', "application/json"),
     "`hello`": (b"hello", "application/json"),
@@ -130,6 +130,13 @@ BAD_BODIES = {
     ),
     '`{"mode":"depth","depth":NaN}`': (b'{"mode":"depth","depth":NaN}', "application/json"),
     '`{"position":"4"}` as `Content-Type: text/plain`': (b'{"position":"4"}', "text/plain"),
+    '`{"position":"4"}` without a `Content-Type`': (b'{"position":"4"}', None),
+    '`{"position":"4"}` as `Content-Type: application/json; charset=utf-16`': (
+        b'{"position":"4"}',
+        "application/json; charset=utf-16",
+    ),
+    '`{"position":"4","position":"5"}`': (b'{"position":"4","position":"5"}', "application/json"),
+    "nothing": (b"", "application/json"),
     '`{"variant":"7x６"}` (a fullwidth 6)': (
         '{"variant":"7x６"}'.encode(),
         "application/json",
@@ -158,7 +165,8 @@ def test_bad_bodies_get_what_the_readme_says(server: ApiServer, key: str) -> Non
     assert set(rows) == set(BAD_BODIES), "the README's table and this test's bodies differ"
     with server.client(headers={"X-API-Key": key}) as http:
         for cell, (body, content_type) in BAD_BODIES.items():
-            r = http.post("/v1/analyses", content=body, headers={"Content-Type": content_type})
+            headers = {"Content-Type": content_type} if content_type else {}
+            r = http.post("/v1/analyses", content=body, headers=headers)
             assert (r.status_code, r.json()["message"]) == rows[cell], cell
         # A game's variant is refused the same way as an analysis's.
         r = http.post("/v1/games", json={"variant": "7x６"})

@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help venv tools up test test-fast bench loadtest chaos lint format lock clean
+.PHONY: help venv tools up browser-deps test test-fast bench loadtest chaos lint format lock clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -31,7 +31,26 @@ tools: $(DASHBOARD) ## operators' tools the tests drive, each in a virtualenv of
 up: $(STAMP) ## run the whole service (Redis, API on :8000, workers)
 	$(BIN)/plybot up
 
-test: $(STAMP) tools ## run the whole test suite (two processes; the serial tests alone after)
+# The browser tests drive Debian's Chromium through chromedriver. Installed with apt-get where
+# this user may (root, or sudo without a password); elsewhere it says so and goes on: the browser
+# tests then skip, saying why (and fail under CI=true). The one copy of this step: .ci/run uses it.
+browser-deps: ## install chromium and chromium-driver for the browser tests, where apt-get may
+	@missing=""; \
+	command -v chromium >/dev/null || command -v chromium-browser >/dev/null \
+	    || command -v google-chrome >/dev/null || missing="$$missing chromium"; \
+	command -v chromedriver >/dev/null || missing="$$missing chromium-driver"; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then sudo=""; \
+	elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo="sudo -n"; \
+	else echo "make: cannot install$$missing (not root, no sudo): the browser tests will skip"; exit 0; fi; \
+	if ! command -v apt-get >/dev/null; then \
+	    echo "make: no apt-get to install$$missing: the browser tests will skip"; exit 0; fi; \
+	echo "make: installing$$missing for the browser tests"; \
+	{ $$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq \
+	  && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; } \
+	    || echo "make: could not install$$missing: the browser tests will skip"
+
+test: $(STAMP) tools browser-deps ## run the whole test suite (two processes; the serial tests alone after)
 	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not serial"
 	$(BIN)/python -m pytest -m serial
 

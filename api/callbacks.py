@@ -2,7 +2,11 @@
 
 Only to allow-listed hosts (``PLYBOT_CALLBACK_HOSTS``; empty by default, so
 no request ever reaches an arbitrary, possibly internal, address), with no
-redirects followed. Retried with exponential backoff (``callback_backoff_s``,
+redirects followed, and only to public addresses: each connection resolves the
+host and connects only to an address outside the private, loopback, link-local,
+metadata, CGNAT, multicast and reserved ranges (:mod:`api.addresses`), so neither
+a listed name that resolves inward nor DNS rebinding reaches an internal service.
+Retried with exponential backoff (``callback_backoff_s``,
 doubling, ``callback_attempts`` in all); a 3xx or a 4xx other than 408/429 is final.
 
 Durable: a delivery is a record in Redis, not a task in memory, so it survives
@@ -35,6 +39,7 @@ import asyncio
 import contextlib
 import hashlib
 import hmac
+import ipaddress
 import logging
 import time
 import uuid
@@ -46,6 +51,7 @@ import httpx
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from api.addresses import PublicOnlyTransport, blocked, private_networks, refused_address
 from api.metrics import Metrics
 from api.schemas import AnalysisView
 from api.settings import ApiSettings
@@ -107,6 +113,11 @@ def refusal(url: str, settings: ApiSettings) -> str | None:
     if host in hosts or netloc in hosts:
         if not settings.callback_secret:
             return "callbacks are disabled: the server has no PLYBOT_CALLBACK_SECRET to sign them"
+        with contextlib.suppress(ValueError):  # an address, not a name: judged now as well
+            allowed = private_networks(settings.callback_private_networks)
+            why = blocked(ipaddress.ip_address(host), allowed)
+            if why is not None:
+                return f"'{host}' is not a public address ({why}): webhooks reach only those"
         return None
     listed = ", ".join(hosts) if hosts else "empty: callbacks are disabled"
     return f"host '{host}' is not on the callback allow-list (PLYBOT_CALLBACK_HOSTS: {listed})"
@@ -143,6 +154,7 @@ class Callbacks:
         self.settings = settings
         self.metrics = metrics
         self.http = http or httpx.AsyncClient(
+            transport=PublicOnlyTransport(private_networks(settings.callback_private_networks)),
             follow_redirects=False,
             trust_env=False,  # no proxy from the environment reroutes a callback
             timeout=settings.callback_timeout_s,
@@ -330,6 +342,10 @@ class Callbacks:
             )
         except httpx.InvalidURL as exc:  # cannot change: never retried
             return f"invalid URL: {exc}", True
+        except httpx.ConnectError as exc:
+            # An address refused is final: retrying would only give a rebinding name
+            # more tries at resolving inward.
+            return f"{type(exc).__name__}: {exc}", refused_address(exc)
         except httpx.HTTPError as exc:
             return f"{type(exc).__name__}: {exc}", False
         if 200 <= response.status_code < 300:

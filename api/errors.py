@@ -4,11 +4,13 @@
   the field, e.g. ``["body", "position"]``), and ``message`` joins them:
   ``"position: '44448': column 8 is outside 1..7 (move 5)"``. The engine's and
   the job contract's messages are passed through as they are.
-* 400 a body that is not valid JSON or not valid Unicode text, 401 an unknown
-  API key, 404 unknown id, 409 a move out of turn or in a finished game, 413 a
-  body too large, 429 past the rate limit or a cap (with ``Retry-After``), 503
-  while Redis is unreachable or full, or past a service-wide cap (with
-  ``Retry-After``): ``detail`` is the message.
+  A body that is JSON but not an object (``"hello"``) is a 422 too, on ``["body"]``:
+  ``"body: a JSON object is expected, not a string"``.
+* 400 a body that cannot be read as JSON (:mod:`api.body` says where and why), 401
+  an unknown API key, 404 unknown id, 409 a move out of turn or in a finished game,
+  413 a body too large, 415 a body whose ``Content-Type`` is not JSON, 429 past the
+  rate limit or a cap (with ``Retry-After``), 503 while Redis is unreachable or full,
+  or past a service-wide cap (with ``Retry-After``): ``detail`` is the message.
 * Anything unforeseen is a 500 in the same JSON shape (never plain text), logged
   with its traceback.
 
@@ -71,11 +73,28 @@ def _clean(error: dict[str, Any]) -> dict[str, Any]:
         if msg.startswith(prefix):
             msg = msg[len(prefix) :]
     loc = list(error.get("loc", ()))
-    if error.get("type") == "json_invalid":  # say where and what, not just "JSON decode error"
-        at = f" at character {loc[1]}" if len(loc) > 1 else ""
-        msg = f"not valid JSON{at}: {(error.get('ctx') or {}).get('error', msg)}"
-        loc = loc[:1]  # ("body", 12) -> ("body",): the message says where
+    if loc == ["body"] and error.get("type") in _NOT_AN_OBJECT:
+        # The whole body is JSON of another kind: say which, not pydantic's "to extract fields"
+        msg = f"a JSON object is expected, not {_json_kind(error.get('input'))}"
+    elif loc == ["body"] and error.get("type") == "missing":
+        msg = "missing: a JSON object is expected"
     return {"loc": loc, "msg": msg, "type": error.get("type", "")}
+
+
+#: pydantic's error types for a model given something that is not a mapping.
+_NOT_AN_OBJECT = ("model_attributes_type", "model_type", "dict_type")
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, list):
+        return "an array"
+    return "a string"
 
 
 def _field(loc: list[Any]) -> str:
@@ -100,13 +119,6 @@ async def _validation(_request: Request, exc: Exception) -> JSONResponse:
 
 async def _http(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HTTPException)
-    if isinstance(exc.__cause__, UnicodeDecodeError):  # FastAPI's "error parsing the body"
-        cause = exc.__cause__
-        message = (
-            f"body: not valid UTF-8 (byte 0x{cause.object[cause.start]:02x} at offset "
-            f"{cause.start}); JSON bodies must be UTF-8"
-        )
-        return _json(400, message, message)
     return _json(exc.status_code, exc.detail, str(exc.detail), dict(exc.headers or {}))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -21,7 +22,7 @@ from fastapi import FastAPI
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
-from starlette.middleware.gzip import GZipMiddleware
+from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES, GZipMiddleware
 from starlette.responses import Response
 from starlette.types import Scope
 
@@ -46,8 +47,15 @@ STATIC_DIR = Path(__file__).parent / "static"
 #: The page itself (index.html) is always revalidated (a cheap 304 by ETag).
 STATIC_MAX_AGE_S = 600
 
-#: Compress answers bigger than this (the page's scripts and styles shrink ~3x).
+#: Compress answers bigger than this when the client accepts gzip: every JSON answer of
+#: more than 1 KB (``/openapi.json`` is ~30 KB, 6 KB compressed) and the page's scripts
+#: and styles (~3x smaller).
 GZIP_MIN_BYTES = 500
+
+#: Never compressed: an event stream must reach the client event by event, and a
+#: compressor holds output back until it has enough to compress (Starlette's own list
+#: already holds text/event-stream; it is named here so that no edit of the list drops it).
+GZIP_EXCLUDED = (*DEFAULT_EXCLUDED_CONTENT_TYPES, "text/event-stream")
 
 
 class CachedStaticFiles(StaticFiles):
@@ -61,14 +69,6 @@ class CachedStaticFiles(StaticFiles):
                 "no-cache" if html else f"public, max-age={STATIC_MAX_AGE_S}"
             )
         return response
-
-
-def _static(directory: Path) -> GZipMiddleware:
-    """A static directory, cached and compressed. Only static files go through gzip:
-    the API's event streams must not be buffered by a compressor."""
-    return GZipMiddleware(
-        CachedStaticFiles(directory=directory, html=True), minimum_size=GZIP_MIN_BYTES
-    )
 
 
 #: How often each API process deletes long-idle and long-finished games.
@@ -85,10 +85,11 @@ digits 1-7, e.g. `4453`); scores are from the side to move (Connect Four: as in
 Pascal Pons' benchmark files, positive = win, 22 - stones at the win).
 
 Errors are JSON `{"detail": ..., "message": "one line"}`: 422 names the field and the
-problem, 401 an unknown API key, 404 an unknown id, 409 a move out of turn, 429 past
-this client's rate limit or caps (see `Retry-After`; a client is its configured
-`X-API-Key` or its address), 503 while Redis is unreachable or full, or past the
-service's caps (with `Retry-After`).
+problem (a body that is JSON but not an object too), 400 a body that cannot be read as
+UTF-8 JSON (where and why), 415 a body whose Content-Type is not JSON, 401 an unknown
+API key, 404 an unknown id, 409 a move out of turn, 429 past this client's rate limit or
+caps (see `Retry-After`; a client is its configured `X-API-Key` or its address), 503
+while Redis is unreachable or full, or past the service's caps (with `Retry-After`).
 """
 
 
@@ -171,37 +172,82 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         app.include_router(module.router)
     app.add_middleware(BodyLimitMiddleware, limit=settings.api_max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+    # Outermost: every answer (the API's, the docs', the page's files) is compressed
+    # when asked for, except event streams.
+    app.add_middleware(
+        GZipMiddleware, minimum_size=GZIP_MIN_BYTES, exclude_content_types=GZIP_EXCLUDED
+    )
     _docs(app)
     if STATIC_DIR.is_dir():  # the web page (api/static); after the API routes
-        app.mount("/", _static(STATIC_DIR), name="static")
+        app.mount("/", CachedStaticFiles(directory=STATIC_DIR, html=True), name="static")
     return app
+
+
+#: What the docs pages may load: their own host only (``data:`` images: ReDoc's icons).
+#: Swagger UI runs one inline script and ReDoc sets inline styles and starts its search
+#: worker from a ``blob:``; nothing may come from another host, even if a future
+#: release of either adds a CDN address.
+DOCS_CSP = (
+    "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'; "
+    "frame-src 'none'; object-src 'none'; base-uri 'self'; form-action 'self'"
+)
+
+#: The one address from another host in ReDoc's bundle: the logo beside its "API docs by
+#: Redocly" link, shown in the sidebar of every page. Served without it (an empty image
+#: in its place; the link stays).
+REDOC_CDN_LOGO = b"https://cdn.redoc.ly/redoc/logo-mini.svg"
+EMPTY_IMAGE = b"data:image/svg+xml,%3Csvg xmlns=%27http://www.w3.org/2000/svg%27/%3E"
+
+
+@functools.cache
+def _redoc_bundle(path: Path) -> bytes:
+    """ReDoc's standalone bundle, read once, with its CDN logo replaced."""
+    return path.read_bytes().replace(REDOC_CDN_LOGO, EMPTY_IMAGE)
 
 
 def _docs(app: FastAPI) -> None:
     """``/docs`` (Swagger UI) and ``/redoc`` by FastAPI's self-hosting recipe, their
     scripts and styles served from ``/docs-assets`` out of the ``fastapi-offline``
-    package, so the API docs need no internet."""
+    package, so the API docs load nothing from another host (:data:`DOCS_CSP` holds
+    the browser to that)."""
     assets = Path(fastapi_offline.__file__).parent / "static"
     openapi_url = app.openapi_url or "/openapi.json"
+    own_host_only = {"Content-Security-Policy": DOCS_CSP}
 
     @app.get("/docs", include_in_schema=False)
     async def docs() -> HTMLResponse:
-        return get_swagger_ui_html(
+        page = get_swagger_ui_html(
             openapi_url=openapi_url,
             title=f"{app.title} - API docs",
             swagger_js_url="/docs-assets/swagger-ui-bundle.js",
             swagger_css_url="/docs-assets/swagger-ui.css",
             swagger_favicon_url="/favicon.svg",
+            # No badge from validator.swagger.io (Swagger UI shows one for a spec on a
+            # public host): it would send the spec's address to a third party.
+            swagger_ui_parameters={"validatorUrl": None},
         )
+        page.headers.update(own_host_only)
+        return page
 
     @app.get("/redoc", include_in_schema=False)
     async def redoc() -> HTMLResponse:
-        return get_redoc_html(
+        page = get_redoc_html(
             openapi_url=openapi_url,
             title=f"{app.title} - API docs",
             redoc_js_url="/docs-assets/redoc.standalone.js",
             redoc_favicon_url="/favicon.svg",
             with_google_fonts=False,
         )
+        page.headers.update(own_host_only)
+        return page
 
-    app.mount("/docs-assets", _static(assets), name="docs-assets")
+    @app.get("/docs-assets/redoc.standalone.js", include_in_schema=False)
+    async def redoc_bundle() -> Response:
+        return Response(
+            _redoc_bundle(assets / "redoc.standalone.js"),
+            media_type="text/javascript",
+            headers={"Cache-Control": f"public, max-age={STATIC_MAX_AGE_S}"},
+        )
+
+    app.mount("/docs-assets", CachedStaticFiles(directory=assets), name="docs-assets")

@@ -20,6 +20,7 @@ from worker.core.contract import (
     JobStatus,
     Level,
     Progress,
+    variant_text,
 )
 from worker.core.games import BOT, BotMove, GameSession, GameStatus
 
@@ -201,6 +202,11 @@ class GameCreate(_UnicodeBody):
     variant: str | None = Field(None, description="Board size (Connect Four: `7x6`).")
     level: Level = Field("medium", description="`easy`, `medium`, `hard` or `perfect`.")
     first: Side = Field("human", description="Who moves first.")
+
+    @field_validator("variant")
+    @classmethod
+    def _variant_text(cls, variant: str | None) -> str | None:
+        return variant_text(variant)  # the contract's rule: ASCII letters and digits
 
 
 class GameMove(_UnicodeBody):

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 
+from api.addresses import private_networks
 from worker.core.settings import Settings
 
 
@@ -113,6 +114,13 @@ class ApiSettings(Settings):
         description="Comma-separated hosts (`host` or `host:port`) a `callback_url` may point to. "
         "Empty: every callback is refused (422).",
     )
+    callback_private_networks: str = Field(
+        "",
+        description="For tests and development only: comma-separated networks (CIDR, e.g. "
+        "`127.0.0.1/32`) that webhook deliveries may connect to although they are private, "
+        "loopback, link-local or otherwise not public (refused by default, whatever the host "
+        "name resolves to).",
+    )
     callback_attempts: int = Field(
         6, ge=1, description="Delivery attempts of one callback before it is given up."
     )
@@ -137,6 +145,12 @@ class ApiSettings(Settings):
         description="A callback not delivered within this many seconds of its request is "
         "given up; its record expires then too.",
     )
+
+    @field_validator("callback_private_networks")
+    @classmethod
+    def _networks(cls, value: str) -> str:
+        private_networks(value)  # a ValueError names a malformed network
+        return value
 
 
 @lru_cache(maxsize=1)

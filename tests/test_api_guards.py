@@ -20,6 +20,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -113,20 +114,64 @@ def test_lone_surrogates_and_undecodable_bodies_get_a_clear_4xx(
         assert r.status_code == 422
         assert r.json()["message"].startswith("move: \\ud800 at index 1")
 
-        r = http.post(
-            "/v1/analyses",
-            content=b'{"position":"\xff"}',
-            headers={"Content-Type": "application/json"},
-        )
-        assert r.status_code == 400
-        assert r.json()["message"] == (
-            "body: not valid UTF-8 (byte 0xff at offset 13); JSON bodies must be UTF-8"
-        )
-        r = http.post(
-            "/v1/analyses", content=b'{"position":', headers={"Content-Type": "application/json"}
-        )
+
+#: The bodies of the README's table of bad bodies, by their cell in its first column:
+#: (bytes, Content-Type or none).
+BAD_BODIES = {
+    '`"hello"`': (b'"hello"', "application/json"),
+    "`hello`": (b"hello", "application/json"),
+    '`{"position":`': (b'{"position":', "application/json"),
+    '`{"position":"4"}` in UTF-16-LE': ('{"position":"4"}'.encode("utf-16-le"), "application/json"),
+    '`{"position":"\\xff"}` with the byte 0xff': (b'{"position":"\xff"}', "application/json"),
+    "`[` 8,000 times, then `]` 8,000 times": (b"[" * 8000 + b"]" * 8000, "application/json"),
+    '`{"depth":` a 5,000-digit integer `}`': (
+        b'{"depth":' + b"7" * 5000 + b"}",
+        "application/json",
+    ),
+    '`{"mode":"depth","depth":NaN}`': (b'{"mode":"depth","depth":NaN}', "application/json"),
+    '`{"position":"4"}` as `Content-Type: text/plain`': (b'{"position":"4"}', "text/plain"),
+    '`{"position":"4"}` without a `Content-Type`': (b'{"position":"4"}', None),
+    '`{"position":"4"}` as `Content-Type: application/json; charset=utf-16`': (
+        b'{"position":"4"}',
+        "application/json; charset=utf-16",
+    ),
+    '`{"position":"4","position":"5"}`': (b'{"position":"4","position":"5"}', "application/json"),
+    "nothing": (b"", "application/json"),
+    '`{"variant":"7x６"}` (a fullwidth 6)': (
+        '{"variant":"7x６"}'.encode(),
+        "application/json",
+    ),
+}
+
+
+def readme_bad_bodies() -> dict[str, tuple[int, str]]:
+    """The README's table of bad bodies: first cell -> (status, message)."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    table = readme.split("| body | status | `message` |\n|---|---|---|\n", 1)[1]
+    rows: dict[str, tuple[int, str]] = {}
+    for line in table.splitlines():
+        if not line.startswith("| "):
+            break
+        body, status, message = (cell.strip() for cell in line.strip("|").split(" | "))
+        rows[body] = (int(status), message.strip("`"))
+    return rows
+
+
+def test_bad_bodies_get_what_the_readme_says(server: ApiServer, key: str) -> None:
+    """Every bad body of the README's table gets the status and the message it states,
+    naming where and why (issue 22: UTF-16 accepted, depth and long integers answered
+    "There was an error parsing the body", fullwidth digits in a variant accepted)."""
+    rows = readme_bad_bodies()
+    assert set(rows) == set(BAD_BODIES), "the README's table and this test's bodies differ"
+    with server.client(headers={"X-API-Key": key}) as http:
+        for cell, (body, content_type) in BAD_BODIES.items():
+            headers = {"Content-Type": content_type} if content_type else {}
+            r = http.post("/v1/analyses", content=body, headers=headers)
+            assert (r.status_code, r.json()["message"]) == rows[cell], cell
+        # A game's variant is refused the same way as an analysis's.
+        r = http.post("/v1/games", json={"variant": "7x６"})
         assert r.status_code == 422
-        assert r.json()["message"] == "body: not valid JSON at character 12: Expecting value"
+        assert r.json()["message"] == rows['`{"variant":"7x６"}` (a fullwidth 6)'][1]
 
 
 # -- API keys and X-Forwarded-For: the rate limit cannot be escaped ----------------------

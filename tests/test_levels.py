@@ -11,9 +11,8 @@ from engine.connect4 import Connect4
 from engine.errors import GameOverError, PlybotError, UnknownLevelError
 from engine.game import Game
 from engine.levels import LEVELS, MoveChoice, choose_move, get_level, warm_up
-from engine.search import SearchLimits, search
+from engine.search import CHECK_EVERY, SearchLimits, search
 from engine.tictactoe import TicTacToe
-from tests.fixtures.clock import SLACK
 
 
 def play_out(game: Game, players: dict[int, str], seed: int) -> tuple[Game, list[MoveChoice]]:
@@ -216,11 +215,12 @@ def test_connect4_perfect_plays_the_exact_best_move() -> None:
 def test_connect4_perfect_opens_from_the_book_at_once() -> None:
     # The empty board takes the solver minutes; the book answers it, and the replies to
     # every first move, exactly. (The first player wins with the last stone: 22 - 21 = 1.)
-    choice = choose_move(Connect4(), "perfect", deadline=time.monotonic() + 0.5)
+    # (A deadline far off: "at once" is the book's 0 nodes, not a race with the clock.)
+    choice = choose_move(Connect4(), "perfect", deadline=time.monotonic() + 60)
     assert (choice.move, choice.score, choice.exact, choice.nodes) == (3, 1, True, 0)
     for first in range(7):
         reply = choose_move(
-            Connect4.parse(str(first + 1)), "perfect", deadline=time.monotonic() + 0.5
+            Connect4.parse(str(first + 1)), "perfect", deadline=time.monotonic() + 60
         )
         assert reply.exact, first
         assert reply.nodes == 0, first
@@ -229,14 +229,15 @@ def test_connect4_perfect_opens_from_the_book_at_once() -> None:
 def test_connect4_perfect_honours_its_deadline_and_says_so() -> None:
     warm_up(Connect4(), "perfect")  # loading the compiled solver is not a move's work
     position = Connect4.parse("7776366712")  # past the book: seconds of solving
-    start = time.monotonic()
-    deadline = start + 0.4
-    choice = choose_move(position, "perfect", deadline=deadline)
-    assert time.monotonic() <= deadline + SLACK
+    # Its deadline already passed (it was 0.4 s off, and on a loaded machine depth 1 was not
+    # always reached): the solver and the fallback search each stop at their first look at
+    # the clock, and the move is still legal and says why it is not exact.
+    choice = choose_move(position, "perfect", deadline=time.monotonic() - 1)
     assert not choice.exact
-    assert choice.depth >= 1
-    assert choice.note == f"deadline: played best of depth {choice.depth}"
+    assert choice.depth == 0
+    assert choice.note == "deadline: played best of depth 0"
     assert choice.move in position.legal_moves()
+    assert choice.nodes <= 1 + CHECK_EVERY
 
 
 def test_connect4_hard_uses_the_solver_when_it_can() -> None:

@@ -11,6 +11,7 @@ from fastapi import APIRouter, HTTPException, Query, Response
 from fastapi.sse import EventSourceResponse, format_sse_event
 from starlette.types import Receive, Scope, Send
 
+from api.body import JsonBodyRoute
 from api.callbacks import refusal
 from api.deps import (
     CallbacksDep,
@@ -27,7 +28,9 @@ from api.schemas import AnalysisAccepted, AnalysisCanceled, AnalysisCreate, Anal
 from worker.core.client import JobClient, UnknownJob
 from worker.core.contract import Event, JobState
 
-router = APIRouter(prefix="/v1/analyses", tags=["analyses"], dependencies=[RateLimited])
+router = APIRouter(
+    prefix="/v1/analyses", tags=["analyses"], dependencies=[RateLimited], route_class=JsonBodyRoute
+)
 
 #: Seconds of silence after which the event stream sends a keep-alive comment.
 PING_S = 15.0

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 
+from api.body import JsonBodyRoute
 from api.deps import CallerDep, ClientDep, GamesDep, RateLimited, SettingsDep, WaitsDep, check_wait
 from api.errors import unprocessable
 from api.limits import Waits
@@ -18,7 +19,9 @@ from worker.core.bot_moves import BotMoves, BotTurn
 from worker.core.client import JobClient
 from worker.core.games import BOT, GameSession, GameStore
 
-router = APIRouter(prefix="/v1/games", tags=["games"], dependencies=[RateLimited])
+router = APIRouter(
+    prefix="/v1/games", tags=["games"], dependencies=[RateLimited], route_class=JsonBodyRoute
+)
 
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"description": "No game has this id (or it expired)."}

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
+from api.body import JsonBodyRoute
 from api.deps import ClientDep, MetricsDep, RedisDep
 from api.metrics import CONTENT_TYPE
 
-router = APIRouter(tags=["service"])
+router = APIRouter(tags=["service"], route_class=JsonBodyRoute)
 
 
 #: The key /healthz writes: a write, not a PING, because a full Redis still answers

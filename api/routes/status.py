@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from api.body import JsonBodyRoute
 from api.deps import CallbacksDep, ClientDep, RateLimited
 from api.schemas import StatusView
 
-router = APIRouter(prefix="/v1", tags=["service"], dependencies=[RateLimited])
+router = APIRouter(
+    prefix="/v1", tags=["service"], dependencies=[RateLimited], route_class=JsonBodyRoute
+)
 
 
 @router.get("/status", response_model=StatusView)

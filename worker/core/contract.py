@@ -46,6 +46,7 @@ __all__ = [
     "MoveRequest",
     "MoveResult",
     "Progress",
+    "variant_text",
 ]
 
 JobStatus = Literal["queued", "running", "done", "failed"]
@@ -81,6 +82,7 @@ class _PositionRequest(BaseModel):
     @field_validator("variant")
     @classmethod
     def _known_variant(cls, variant: str | None, info: ValidationInfo) -> str | None:
+        variant = variant_text(variant)
         if "game" not in info.data:
             return variant
         return new_game(info.data["game"], "", variant).variant  # canonical spelling, e.g. '7x6'
@@ -99,6 +101,22 @@ class _PositionRequest(BaseModel):
         """The position as an engine ``Game`` (already validated): a copy of the one the
         validation parsed, so each process parses a request's notation once."""
         return _parsed(self.game, self.position, self.variant).copy()
+
+
+def variant_text(variant: str | None) -> str | None:
+    """``variant`` if it is written in ASCII letters and digits (``7x6``), else a
+    ``ValueError`` naming the first other character.
+
+    The engine reads a board size with ``int()``, which also takes fullwidth and other
+    Unicode digits (``'7x６'``), signs and spaces; a position's notation takes ASCII
+    digits only, and a variant is refused the same way.
+    """
+    for index, char in enumerate(variant or "", 1):
+        if not (char.isascii() and char.isalnum()):
+            raise ValueError(
+                f"'{variant}': {char!r} is not an ASCII letter or digit (character {index})"
+            )
+    return variant
 
 
 @functools.lru_cache(maxsize=1024)

@@ -10,11 +10,16 @@ import { ApiError, analyseOnce, cancelAnalysis, followAnalysis, request } from "
 import { $, Alert, errorText, isPassing } from "./alert.js";
 import { Board } from "./board.js";
 import { MoveTree } from "./movetree.js";
+import { bestChoice, moveFacts, verdictOf } from "./grading.js";
 import { GAMES, Position, RulesError, describeScore, ordinal } from "./rules.js";
 
 /** Moves of the best line shown: enough to see the plan, the same length whether the
- * answer came from the cache (short line) or a solve (a line to the end of the game). */
-const PV_SHOWN = 10;
+ * answer came from the cache (whose line is its best move only: the page lengthens it,
+ * see extendLine) or a solve (a line to the end of the game). */
+export const PV_SHOWN = 10;
+
+/** Seconds the service may take for one more move of a short best line (extendLine). */
+const LINE_WAIT_S = 2;
 
 const HIDE_KEY = "plybot.hideScores";
 
@@ -56,6 +61,8 @@ export class Analyser {
     this.position = new Position(this.game);
     this.results = new Map(); // "game:mode:moves" -> the analysis result
     this.partial = new Map(); // "game:mode:moves" -> {move: mark} from per-column progress
+    this.lines = new Map(); // "game:mode:moves" -> the best line, lengthened (extendLine)
+    this.lineAnswers = new Map(); // "game:solve:moves" -> a best-move-only answer (extendLine)
     this.progress = null; // latest progress of the running search
     this.streamed = []; // depths of the progress events received for the current position
     this.running = null; // {key, id, stop, done}
@@ -63,6 +70,7 @@ export class Analyser {
     this.ticker = null; // redraws the elapsed time of a running solve
     this.startedAt = 0;
     this.failed = null; // {key, message}: the last analysis error
+    this.waiting = null; // why no search runs while the page waits to ask again, or null
     this.invalid = null; // why the position asked for (a link, a paste) is not legal
     this.stamp = 0; // bumps on each new search, so late answers of old ones are dropped
     this.review = null; // {line, index, total, controller, error}
@@ -74,6 +82,7 @@ export class Analyser {
     $("#an-start").addEventListener("click", () => this.toStart());
     $("#an-copy").addEventListener("click", () => this.copyLink());
     $("#an-best").addEventListener("click", () => this.playBest());
+    $("#an-flip").addEventListener("click", () => this.flip());
     $("#an-review").addEventListener("click", () => this.startReview());
     $("#an-hide").addEventListener("change", () => {
       this.hideScores = $("#an-hide").checked;
@@ -234,9 +243,15 @@ export class Analyser {
 
   /** The best move of the result shown (the "play best move" control and key). */
   playBest() {
-    const result = this.results.get(this.key());
-    if (!result || result.best_move === null || result.best_move === undefined || this.position.over) return;
-    this.play(Number(result.best_move) - 1);
+    const { move } = bestChoice(this.results.get(this.key()));
+    if (move === null || this.position.over) return;
+    this.play(Number(move) - 1);
+  }
+
+  /** Mirror the board (the button and F). */
+  flip() {
+    this.board.setFlipped(!this.board.flipped);
+    $("#an-flip").setAttribute("aria-pressed", String(this.board.flipped));
   }
 
   undo() {
@@ -270,12 +285,15 @@ export class Analyser {
     this.stop();
     this.progress = null;
     this.streamed = [];
+    // A new search's clock starts now, before anything is drawn: the headline must never
+    // show the previous search's time (or its "can take a minute" note).
+    this.startedAt = performance.now();
+    this.waiting = null;
     const key = this.key();
     if (this.failed && this.failed.key !== key) this.failed = null;
     this.render();
     if (this.position.over || this.results.has(key) || this.invalid) return;
     const stamp = ++this.stamp;
-    this.startedAt = performance.now();
     this.ticker = setInterval(() => this.renderHeadline(), 1000);
     // A short pause, so clicking through several moves asks only for the last position.
     this.timer = setTimeout(() => this.submit(key, stamp), 120);
@@ -310,6 +328,10 @@ export class Analyser {
     const body = { game: position.game.name, position: position.notation(), moves: "all", mode: this.mode };
     if (body.mode === "time") body.time_ms = 1000;
     const retry = (err) => {
+      // Nothing runs while the page waits to ask again: the headline says so, and the
+      // search's clock starts over once the service takes the request.
+      this.waiting = errorText(err);
+      this.renderHeadline();
       this.alert.show(errorText(err), { retryIn: err.retryAfter || 3, cause: "service" });
       this.timer = setTimeout(() => {
         if (stamp === this.stamp) this.submit(key, stamp);
@@ -326,6 +348,11 @@ export class Analyser {
         return;
       }
       this.alert.clear("service");
+      if (this.waiting !== null) {
+        this.waiting = null;
+        this.startedAt = performance.now();
+        this.renderHeadline();
+      }
       if (job.status === "done" && job.result) {
         running.done = true;
         this.finish(key, job.result);
@@ -380,6 +407,67 @@ export class Analyser {
     clearInterval(this.ticker);
     this.ticker = null;
     this.alert.clear("service");
+    this.render();
+    this.extendLine(key, this.position.copy(), result, this.stamp);
+  }
+
+  /** The line shown for `result`: the service's, lengthened when known (extendLine), or
+   * the move named best alone when the search's line starts with another (bestChoice). */
+  shownLine(result, choice) {
+    const pv = result.pv || [];
+    if (choice.move !== null && pv[0] !== choice.move) return [choice.move];
+    return this.lines.get(this.key()) || pv;
+  }
+
+  /**
+   * A cached answer's best line is its best move alone (the book's, a few moves); a
+   * solve's runs to the end of the game (nothing to add then). So that the line has the same length everywhere, lengthen a short exact line
+   * with the best lines of the positions along it, as long as the service answers them
+   * within LINE_WAIT_S (the book and the cache answer at once; a position that would
+   * take longer is withdrawn, so no worker is kept busy for a line). Each answer is kept, so walking the line costs
+   * nothing more. Stops when the page shows another position.
+   */
+  async extendLine(key, position, result, stamp) {
+    const line = [...(result.pv || [])];
+    if (!result.exact || line.length >= PV_SHOWN || this.lines.has(key)) return;
+    const game = position.game;
+    const probe = position.copy();
+    for (const name of line) {
+      if (!probe.canPlay(Number(name) - 1)) return;
+      probe.play(Number(name) - 1);
+    }
+    while (line.length < PV_SHOWN && !probe.over) {
+      const at = this.keyFor("solve", game, probe.notation());
+      let next = this.results.get(at) || this.lineAnswers.get(at);
+      if (!next) {
+        try {
+          // Its best move only (no other move solved), answered within a short wait or
+          // withdrawn: the opening book and the shared cache answer at once.
+          const job = await request("POST", `/v1/analyses?wait=${LINE_WAIT_S}`, { game: game.name, position: probe.notation(), moves: "best", mode: "solve" });
+          if (job.status !== "done") {
+            cancelAnalysis(job.id);
+            break;
+          }
+          next = job.result;
+        } catch {
+          break; // rate limit, service down: the line stays as it is
+        }
+        if (!next) break;
+        this.lineAnswers.set(at, next);
+        this.results.set(at, next);
+      }
+      if (stamp !== this.stamp) return;
+      const more = next.exact ? next.pv || [] : [];
+      const before = line.length;
+      for (const name of more) {
+        if (line.length >= PV_SHOWN || !probe.canPlay(Number(name) - 1)) break;
+        line.push(name);
+        probe.play(Number(name) - 1);
+      }
+      if (line.length === before) break;
+    }
+    if (stamp !== this.stamp || line.length <= (result.pv || []).length) return;
+    this.lines.set(key, line);
     this.render();
   }
 
@@ -498,6 +586,12 @@ export class Analyser {
   renderHeadline() {
     const verdict = $("#an-verdict");
     if (!verdict.classList.contains("searching")) return;
+    const note = $("#an-note");
+    if (this.waiting !== null) {
+      verdict.textContent = "Not searching: waiting to ask the service again.";
+      note.hidden = true;
+      return;
+    }
     const seconds = Math.floor((performance.now() - this.startedAt) / 1000);
     const marks = this.partial.get(this.key()) || {};
     const legal = this.position.legalMoves().length;
@@ -507,12 +601,12 @@ export class Analyser {
     if (known) parts.push(`${known} of ${legal} ${this.game.kind === "columns" ? "columns" : "cells"} solved`);
     if (seconds >= 1) parts.push(`${seconds} s`);
     verdict.textContent = parts.join(" · ");
-    const note = $("#an-note");
-    if (seconds >= 5 && this.mode === "solve") {
+    const slow = seconds >= 5 && this.mode === "solve";
+    if (slow) {
       note.textContent =
         "Solving an opening exactly can take up to a minute. For an estimate now, choose Search: Quick.";
-      note.hidden = false;
     }
+    note.hidden = !slow;
   }
 
   render() {
@@ -524,19 +618,23 @@ export class Analyser {
     const hidden = this.hideScores;
     let marks = null;
     let best = [];
+    const choice = bestChoice(result);
     if (result && result.moves) {
       marks = {};
-      // A move whose proven bounds meet is exact even when the whole analysis is not.
-      const proven = result.bounds || {};
-      for (const [name, score] of Object.entries(result.moves)) {
-        const [lo, hi] = proven[name] || [];
-        marks[Number(name) - 1] = { score, exact: result.exact || (lo !== undefined && lo === hi) };
+      // What is proven of each move: its exact score (bounds that meet); else bounds that
+      // decide its outcome (a proven win or loss); else only the search's estimate.
+      const facts = moveFacts(result);
+      for (const [name, f] of Object.entries(facts)) {
+        const move = Number(name) - 1;
+        if (f.exact) marks[move] = { score: f.score, exact: true };
+        else if (f.lo > 0 || f.hi < 0) marks[move] = { lo: f.lo, hi: f.hi, final: true };
+        else marks[move] = { score: f.score, exact: false };
       }
-      // Outlined as best only when proven: exact scores, every move scored.
-      if (result.exact) {
-        const top = Math.max(...Object.values(result.moves));
-        best = Object.entries(result.moves)
-          .filter(([, s]) => s === top)
+      // Outlined as best only when proven: its floor reaches every other move's ceiling.
+      if (choice.proven) {
+        const top = facts[choice.move].lo;
+        best = Object.entries(facts)
+          .filter(([, f]) => f.exact && f.score === top)
           .map(([name]) => Number(name) - 1);
       }
     } else if (searching && this.partial.has(key)) {
@@ -568,19 +666,16 @@ export class Analyser {
     } else if (hidden) {
       verdict.textContent = "Scores are hidden.";
     } else if (result) {
-      const meaning = describeScore(game, position.ply, result.score, result.exact);
-      verdict.classList.add(meaning.kind);
-      if (meaning.kind === "win") verdict.textContent = `${mover} wins with its ${ordinal(meaning.n)} move from now.`;
-      else if (meaning.kind === "loss") verdict.textContent = `${other} wins with its ${ordinal(meaning.n)} move from now.`;
-      else if (meaning.kind === "draw") verdict.textContent = "Draw with best play.";
-      else {
-        const lean = result.score > 0 ? `${mover} looks better` : result.score < 0 ? `${other} looks better` : "looks balanced";
-        verdict.textContent = `Not solved. Estimate: ${lean} (est. ${meaning.short}).`;
-        note.textContent =
-          "An estimate is a guess from a search that stopped before the end of the game; it is not a result. Choose Search: Exact for a proven one.";
+      verdict.textContent = verdictText(game, position.ply, result);
+      const meaning = verdictOf(game, position.ply, result);
+      if (["win", "loss", "draw"].includes(meaning.kind)) verdict.classList.add(meaning.kind);
+      if (!result.exact) {
+        // The service's own words on what is and is not proven, then what an estimate is.
+        const why = result.note ? `Not exact: ${result.note}. ` : "";
+        note.textContent = `${why}An estimate is a guess from a search that stopped before the end of the game; it is not a result. Choose Search: Exact for a proven one.`;
         note.hidden = false;
       }
-      verdict.title = `score ${result.score}`;
+      verdict.title = result.exact ? `score ${result.score}` : `estimate ${result.score}`;
     } else if (this.failed) {
       verdict.textContent = "No evaluation.";
     } else {
@@ -590,7 +685,12 @@ export class Analyser {
     }
 
     const pvNode = $("#an-pv");
-    const pv = result && !hidden ? result.pv || [] : [];
+    const pv = result && !hidden ? this.shownLine(result, choice) : [];
+    let label = "Best line";
+    if (result && !result.exact && !choice.proven) {
+      label = choice.move === (result.pv || [])[0] ? "Search's line (not proven best)" : "Best so far (not proven best)";
+    }
+    $("#an-pv-label").textContent = label;
     pvNode.replaceChildren();
     if (!position.over && pv.length) {
       pv.slice(0, PV_SHOWN).forEach((move, i) => {
@@ -613,7 +713,7 @@ export class Analyser {
     $("#an-undo").disabled = position.ply === 0;
     $("#an-start").disabled = position.ply === 0;
     $("#an-redo").disabled = this.tree.current.children.length === 0;
-    $("#an-best").disabled = !result || result.best_move == null || position.over;
+    $("#an-best").disabled = !result || choice.move == null || position.over;
 
     this.tree.render($("#an-tree"), {
       name: (m) => String(m + 1),
@@ -627,6 +727,28 @@ export class Analyser {
     });
     this.renderReview();
   }
+}
+
+/**
+ * The headline for `result` at `ply`: proven outcomes as results ("Red wins with its 5th
+ * move from now."), a range when only bounds are proven, an estimate said to be one.
+ */
+export function verdictText(game, ply, result) {
+  const mover = game.sides[ply % 2];
+  const other = game.sides[1 - (ply % 2)];
+  const v = verdictOf(game, ply, result);
+  const when = v.fast === v.slow ? `its ${ordinal(v.fast)} move` : `its ${ordinal(v.fast)} to ${ordinal(v.slow)} move`;
+  const lean = () => {
+    const s = result.score;
+    const who = s > 0 ? `${mover} looks better` : s < 0 ? `${other} looks better` : "looks balanced";
+    return `Estimate: ${who} (est. ${s > 0 ? "+" : ""}${s}).`;
+  };
+  if (v.kind === "win") return `${mover} wins with ${when} from now${v.exact ? "" : " (proven; the exact count is not)"}.`;
+  if (v.kind === "loss") return `${other} wins with ${when} from now${v.exact ? "" : " (proven; the exact count is not)"}.`;
+  if (v.kind === "draw") return "Draw with best play.";
+  if (v.kind === "draw+") return `Not solved: ${mover} has at least a draw (proven). ${lean()}`;
+  if (v.kind === "draw-") return `Not solved: ${mover} cannot win (proven). ${lean()}`;
+  return `Not solved. ${lean()}`;
 }
 
 /** How the result was found, in plain words (no engine jargon, no worker names). */

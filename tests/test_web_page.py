@@ -972,7 +972,8 @@ def test_a_review_marks_the_move_that_lost(browser: Browser, site: str) -> None:
     assert marked == expected
     human_moves = [p for p in expected if p % 2 == 1]  # the person moved first: odd plies
     assert human_moves, "the losing move is the person's"
-    assert len(browser.driver.find_elements("css selector", "#an-review-list li")) == len(expected)
+    listed = browser.driver.find_elements("css selector", "#an-review-list li.blunder")
+    assert len(listed) == len(expected)
     browser.screenshot("review")
     browser.size(*PHONE, mobile=True)
     browser.screenshot("review-phone")
@@ -1596,3 +1597,368 @@ def test_a_tap_leaves_no_ghost_disc(browser: Browser, site: str) -> None:
     finally:
         browser.driver.execute_cdp_cmd("Emulation.setTouchEmulationEnabled", {"enabled": False})
     assert browser.errors() == []
+
+
+# -- issue 21: the game review ------------------------------------------------------------
+
+#: A Connect Four game of 13 moves with every kind of grade: lost wins, a quicker loss,
+#: best moves (past the opening book: its positions are solved by the workers).
+REVIEWED = "4453326617445"
+
+
+def expected_grades(game_name: str, line: str) -> list[tuple[str, int]]:
+    """(grade, accuracy) of each move of ``line`` from the engine's exact scores, by the
+    rules the page states (api/static/grading.js, gradeMove)."""
+    from engine.analysis import analyze, moves_to_end
+
+    grades = []
+    for ply in range(len(line)):
+        position = new_game(game_name, line[:ply])
+        found = analyze(position, mode="solve", all_moves=True)
+        assert found.exact
+        assert found.moves is not None
+        best = found.score
+        played = found.moves[position.parse_move(line[ply])]
+        sign = lambda s: (s > 0) - (s < 0)  # noqa: E731
+        if played >= best:
+            grades.append(("best", 100))
+        elif sign(played) < sign(best):
+            points = {1: 1.0, 0: 0.5, -1: 0.0}
+            lost = points[sign(best)] - points[sign(played)]
+            grades.append(("lostwin" if best > 0 else "lostdraw", round(100 * (1 - lost))))
+        else:
+            n_best, n_played = moves_to_end(position, best), moves_to_end(position, played)
+            ratio = n_best / n_played if best > 0 else n_played / n_best
+            grades.append(("slower" if best > 0 else "quicker", round(100 - 25 * (1 - ratio))))
+    return grades
+
+
+def wait_review_done(browser: Browser, timeout: float = 180) -> None:
+    review = browser.driver.find_element("id", "an-review-status")
+    browser.wait(
+        lambda _d: review.text.startswith("Review done"),
+        timeout=timeout,
+        message=f"the review did not finish: {review.text!r}",
+    )
+
+
+def test_a_review_grades_every_move_by_the_exact_outcome(browser: Browser, site: str) -> None:
+    """Every move graded by what it did to the exact outcome (the engine's own solve), each
+    player's accuracy by the stated rule, the graph's points on the right side of the line,
+    clicking a point goes to its position, the arrow keys walk the graph."""
+    open_page(browser, f"{site}/#/analyse/connect4/{REVIEWED}/review")
+    wait_review_done(browser)
+    expected = expected_grades("connect4", REVIEWED)
+    assert {g for g, _ in expected} >= {"best", "lostwin", "quicker"}
+
+    # The tree: the moves that lost the result are blunders (??), the slower or quicker
+    # ones inaccuracies (?!), best moves unmarked.
+    kinds = browser.js(
+        "return [...document.querySelectorAll('#an-tree .tree-line > .tree-move')].map((b) =>"
+        " ['blunder', 'inaccuracy'].find((k) => b.classList.contains(k)) || '')"
+    )
+    kind_of = {"best": "", "slower": "inaccuracy", "quicker": "inaccuracy"}
+    assert kinds == [kind_of.get(g, "blunder") for g, _ in expected]
+    listed = browser.js(
+        "return [...document.querySelectorAll('#an-review-list li')]"
+        ".map((li) => [Number(li.dataset.ply), li.dataset.grade])"
+    )
+    assert listed == [[i + 1, g] for i, (g, _) in enumerate(expected) if g != "best"]
+
+    # Accuracy per player: the mean of their moves' accuracies.
+    rows = browser.js(
+        "return [...document.querySelectorAll('#an-accuracy tbody tr')]"
+        ".map((tr) => [...tr.children].map((c) => c.textContent))"
+    )
+    for side, row in enumerate(rows):
+        own = [a for i, (_, a) in enumerate(expected) if i % 2 == side]
+        grades = [g for i, (g, _) in enumerate(expected) if i % 2 == side]
+        assert row[0] == ("Red", "Yellow")[side]
+        assert row[1] == f"{round(sum(own) / len(own))}%"
+        assert int(row[2]) == grades.count("best")
+        assert int(row[3]) == grades.count("slower") + grades.count("quicker")
+        assert int(row[4]) == grades.count("lostwin") + grades.count("lostdraw")
+
+    # The graph: one point per position, above the line where Red wins (exactly), below
+    # where Yellow does, on it for a draw.
+    from engine.analysis import analyze
+
+    dots = browser.js(
+        "return [...document.querySelectorAll('#an-graph .graph-dot')]"
+        ".map((d) => parseFloat(d.style.top))"
+    )
+    assert len(dots) == len(REVIEWED) + 1
+    for ply, top in enumerate(dots):
+        position = new_game("connect4", REVIEWED[:ply])
+        score = analyze(position, mode="solve").score
+        red = score if ply % 2 == 0 else -score
+        assert (top < 50, top > 50) == (red > 0, red < 0), (ply, top, red)
+
+    graph = browser.driver.find_element("id", "an-graph")
+    # Click the point of position 5: the board goes there.
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    browser.js("arguments[0].scrollIntoView({block: 'center'})", graph)
+    dot = browser.driver.find_elements("css selector", "#an-graph .graph-dot")[5]
+    box = browser.js(
+        "const g = arguments[0].getBoundingClientRect();"
+        "const d = arguments[1].getBoundingClientRect();"
+        "return [d.left + d.width / 2 - (g.left + g.width / 2),"
+        " d.top + d.height / 2 - (g.top + g.height / 2)];",
+        graph,
+        dot,
+    )
+    ActionChains(browser.driver).move_to_element_with_offset(
+        graph, box[0], box[1]
+    ).click().perform()
+    browser.wait(lambda d: d.current_url.endswith(f"#/analyse/connect4/{REVIEWED[:5]}"))
+    assert graph.get_attribute("aria-valuenow") == "5"
+    assert graph.get_attribute("aria-valuetext").startswith(f"After move 5 (Red {REVIEWED[4]})")
+    graph.send_keys(Keys.ARROW_LEFT)
+    browser.wait(lambda d: d.current_url.endswith(f"#/analyse/connect4/{REVIEWED[:4]}"))
+    graph.send_keys(Keys.END)
+    browser.wait(lambda d: d.current_url.endswith(f"#/analyse/connect4/{REVIEWED}"))
+    browser.screenshot("review-graph")
+    browser.size(*PHONE, mobile=True)
+    assert browser.js("return document.documentElement.scrollWidth") <= PHONE[0]
+    browser.screenshot("review-graph-phone")
+    assert browser.errors() == []
+
+
+def test_export_and_import_a_game(browser: Browser, site: str) -> None:
+    """Export: the move string, the review link and a plain-text record with the grades.
+    Import: the record, the link, a numbered move string (as a Discord game's moves are
+    written) each open the game for review; what cannot be read is said, with why."""
+    line = "5137"
+    open_page(browser, f"{site}/#/analyse/tictactoe/{line}/review")
+    wait_review_done(browser)
+    expected = expected_grades("tictactoe", line)
+    record = browser.driver.find_element("id", "an-record").get_attribute("value")
+    lines = record.splitlines()
+    assert lines[0] == "plybot game review: Tic-tac-toe"
+    assert "Game: tictactoe" in lines
+    assert f"Moves: {line}" in lines
+    link = next(x for x in lines if x.startswith("Link: ")).removeprefix("Link: ")
+    assert link == f"{site}/#/analyse/tictactoe/{line}/review"
+    assert "Result: unfinished, X to move" in lines
+    moves = [x for x in lines if re.match(r"\d+\. ", x)]
+    assert [m.split(" ")[:3] for m in moves] == [
+        [f"{i + 1}.", "XO"[i % 2], c] for i, c in enumerate(line)
+    ]
+    for text, (grade, _) in zip(moves, expected, strict=True):
+        words = {
+            "best": "best move",
+            "slower": "a slower win",
+            "quicker": "a quicker loss",
+            "lostwin": "lost the win",
+            "lostdraw": "let a draw become a loss",
+        }[grade]
+        assert words in text, (text, grade)
+    accuracy = next(x for x in lines if x.startswith("Accuracy: "))
+    table = browser.js(
+        "return [...document.querySelectorAll('#an-accuracy tbody tr td:nth-child(2)')]"
+        ".map((c) => c.textContent)"
+    )
+    assert (
+        accuracy
+        == f"Accuracy: X {table[0]} (2 of 2 moves graded); O {table[1]} (2 of 2 moves graded)"
+    )
+
+    # The buttons say what they copied (the clipboard may be refused: the text is shown).
+    alert = browser.driver.find_element("id", "analyse-alert")
+    browser.driver.find_element("id", "an-export-moves").click()
+    browser.wait(lambda _d: alert.text.startswith("Moves") and line in alert.text)
+    browser.driver.find_element("id", "an-export-link").click()
+    browser.wait(lambda _d: alert.text.startswith("Review link") and link in alert.text)
+
+    def import_text(text: str) -> None:
+        if not browser.js("return document.querySelector('details.import').open"):
+            browser.driver.find_element("css selector", "details.import summary").click()
+        box = browser.driver.find_element("id", "an-import")
+        box.clear()
+        browser.js("arguments[0].value = arguments[1]", box, text)
+        browser.driver.find_element("id", "an-import-go").click()
+
+    # A record, in another game's view: the record names its game.
+    open_page(browser, f"{site}/#/analyse/connect4/{LATE}")
+    import_text(record)
+    browser.wait(lambda d: d.current_url.endswith(f"#/analyse/tictactoe/{line}"))
+    wait_review_done(browser)
+    assert board_cells(browser, "analyse") == engine_cells("tictactoe", line)
+
+    # A numbered move string, of the game chosen; a link.
+    open_page(browser, f"{site}/#/analyse/connect4/")
+    import_text("1. 4 4  2. 5 3\n3. 3")
+    browser.wait(lambda d: d.current_url.endswith("#/analyse/connect4/44533"))
+    open_page(browser, f"{site}/#/analyse/connect4/")
+    import_text(f"see {site}/#/analyse/tictactoe/159/review please")
+    browser.wait(lambda d: d.current_url.endswith("#/analyse/tictactoe/159"))
+
+    # What cannot be read: the reason, the engine's words for an illegal move.
+    import_text("44444444")  # a bare string is a game of the chosen one: tic-tac-toe now
+    error = browser.driver.find_element("id", "an-import-error")
+    browser.wait(lambda _d: error.is_displayed())
+    assert error.text == "'44444444': cell 4 is taken (move 2)"
+    assert browser.driver.find_element("id", "an-import").get_attribute("aria-invalid") == "true"
+    import_text("hello there")
+    assert error.text.startswith("Not a move string, a plybot link or a plybot record")
+    import_text("#/analyse/chess/e4")
+    assert error.text.startswith("'chess': unknown game")
+    assert browser.driver.current_url.endswith("#/analyse/tictactoe/159")
+    assert browser.errors() == []
+
+
+def test_flip_the_board(browser: Browser, site: str) -> None:
+    """Flip mirrors the board (column 1 on the right), the stones with it, and the arrow
+    keys follow the board as it is seen."""
+    open_page(browser, f"{site}/#/analyse/connect4/11")
+    x_of = "return document.querySelector(\"#analyse-board .drop[data-move='{}']\")"
+    left = x_of.format(0) + ".getBoundingClientRect().left"
+    right = x_of.format(6) + ".getBoundingClientRect().left"
+    assert browser.js(left) < browser.js(right)
+    browser.driver.find_element("id", "an-flip").click()
+    assert browser.driver.find_element("id", "an-flip").get_attribute("aria-pressed") == "true"
+    assert browser.js(left) > browser.js(right)
+    stone = browser.js(
+        "const c = [...document.querySelectorAll('#analyse-board .cell')].filter((c) =>"
+        " c.querySelector('.disc.p0'))[0]; return c.getBoundingClientRect().left;"
+    )
+    assert stone > browser.js(right)  # Red's stone in column 1 is on the right now
+    stop = browser.driver.find_element("css selector", "#analyse-board .drop[tabindex='0']")
+    assert stop.get_attribute("data-move") == "3"
+    stop.send_keys(Keys.ARROW_LEFT)  # on screen, left of column 4 is column 5 now
+    assert browser.driver.switch_to.active_element.get_attribute("data-move") == "4"
+    browser.screenshot("flipped")
+    browser.driver.find_element("css selector", "body").send_keys("f")  # and back
+    assert browser.js(left) < browser.js(right)
+    assert browser.errors() == []
+
+
+def test_play_on_from_a_position_against_plybot(browser: Browser, site: str) -> None:
+    """Play on from any position: perfect plybot replies with a best move (the engine's
+    exact scores) and the moves join the tree; at easy, in Connect Four, it replies too."""
+    from engine.analysis import analyze
+
+    open_page(browser, f"{site}/#/analyse/tictactoe/15")
+    wait_analysed(browser)
+    Select(browser.driver.find_element("id", "an-playon-level")).select_by_value("perfect")
+    browser.driver.find_element("id", "an-playon").click()
+    status = browser.driver.find_element("id", "an-playon-status")
+    assert status.text == "You play X against plybot (perfect). Your move."
+    body = browser.driver.find_element("css selector", "body")
+    for ply in (2, 4):
+        notation = browser.js("return window.plybot.analyser.position.notation()")
+        position = new_game("tictactoe", notation)
+        mine = position.move_name(position.legal_moves()[0])
+        body.send_keys(mine)
+        after_mine = new_game("tictactoe", notation + mine)
+        if after_mine.outcome() is not None:
+            break
+        browser.wait(
+            lambda _d, ply=ply: (
+                len(browser.js("return window.plybot.analyser.position.notation()")) == ply + 2
+                and status.text.endswith(("Your move.", "The game is over."))
+            ),
+            timeout=60,
+            message=f"plybot did not reply: {status.text!r}",
+        )
+        scores = analyze(after_mine, mode="solve", all_moves=True).moves or {}
+        reply = browser.js("return window.plybot.analyser.position.notation()")[-1]
+        assert scores[after_mine.parse_move(reply)] == max(scores.values()), (notation, reply)
+    assert browser.js("return window.plybot.analyser.tree.mainLine().length") >= 4
+    browser.driver.find_element("id", "an-playon-stop").click()
+    assert status.text == ""
+
+    open_page(browser, f"{site}/#/analyse/connect4/{LATE}")
+    Select(browser.driver.find_element("id", "an-playon-level")).select_by_value("easy")
+    browser.driver.find_element("id", "an-playon").click()
+    position = new_game("connect4", LATE)
+    browser.driver.find_element("css selector", "body").send_keys(
+        position.move_name(position.legal_moves()[0])
+    )
+    browser.wait(
+        lambda _d: (
+            len(browser.js("return window.plybot.analyser.position.notation()")) == len(LATE) + 2
+        ),
+        timeout=60,
+        message="plybot (easy) did not reply",
+    )
+    final = new_game("connect4", browser.js("return window.plybot.analyser.position.notation()"))
+    assert final.ply == len(LATE) + 2
+    assert browser.errors() == []
+
+
+def test_grading_is_honest(browser: Browser, site: str) -> None:
+    """The page's grading functions (api/static/grading.js) on random proven bounds and
+    estimates: the move named best is never proven worse than another; "proven" only when
+    its floor reaches every other ceiling; an estimate never grades a move; the headline
+    of an unproven result never reads as a result."""
+    rng = random.Random(21)
+    cases = []
+    for _ in range(300):
+        moves, bounds = {}, {}
+        for col in rng.sample(range(1, 8), rng.randint(1, 7)):
+            lo = rng.randint(-18, 18)
+            hi = rng.randint(lo, 18) if rng.random() < 0.7 else lo
+            moves[str(col)] = rng.randint(lo, hi)
+            bounds[str(col)] = [lo, hi]
+        best = max(moves, key=lambda c: moves[c]) if rng.random() < 0.5 else rng.choice(list(moves))
+        cases.append({"exact": False, "score": moves[best], "best_move": best, "pv": [best],
+                      "moves": moves, "bounds": bounds})  # fmt: skip
+    open_page(browser, f"{site}/#/play")
+    shown = browser.driver.execute_async_script(
+        """
+        const [cases, done] = arguments;
+        Promise.all([import('/grading.js'), import('/rules.js'), import('/analyser.js')]).then(
+          ([g, { GAMES }, { verdictText }]) => done(cases.map((r) => ({
+            choice: g.bestChoice(r),
+            grade: g.gradeMove(GAMES.connect4, 8, r, r.best_move).grade,
+            verdict: verdictText(GAMES.connect4, 8, r),
+            bounds: g.scoreBounds(r),
+          }))));
+        """,
+        cases,
+    )
+    for case, page in zip(cases, shown, strict=True):
+        bounds = case["bounds"]
+        chosen = page["choice"]["move"]
+        lo_c, hi_c = bounds[chosen]
+        assert all(lo <= hi_c for lo, _ in bounds.values()), (case, page)
+        others = [b for c, b in bounds.items() if c != chosen]
+        assert page["choice"]["proven"] == all(lo_c >= hi for _, hi in others), (case, page)
+        assert page["grade"] == "unknown"  # a result not exact grades nothing
+        lo, hi = page["bounds"]
+        if not (lo > 0 or hi < 0 or lo == hi == 0):
+            assert "wins with" not in page["verdict"], (case, page)
+            assert page["verdict"].startswith("Not solved"), (case, page)
+    assert browser.errors() == []
+
+
+@pytest.mark.parametrize(
+    ("width", "dark"),
+    [(1280, False), (1280, True), (390, False), (390, True)],
+    ids=["1280-light", "1280-dark", "390-light", "390-dark"],
+)
+def test_axe_finds_no_violations_in_the_review(
+    browser: Browser, site: str, axe_source: str, width: int, dark: bool
+) -> None:
+    """axe-core: zero violations in the review (accuracy table, graph, graded move list,
+    the record open), while playing on, and on a quick search's result, at 1280 and 390 px,
+    light and dark."""
+    browser.size(width, 900, mobile=width < 600)
+    browser.dark(dark)
+    open_page(browser, f"{site}/#/analyse/connect4/{REVIEWED}/review")
+    wait_review_done(browser)
+    browser.js("document.querySelector('#an-review-card details.record').open = true")
+    browser.driver.find_element("id", "an-playon").click()
+    found = axe_violations(browser, axe_source)
+    assert found == [], json.dumps(found, indent=1)
+    assert browser.js("return document.documentElement.scrollWidth") <= width
+    browser.screenshot("review")
+
+    open_page(browser, f"{site}/#/analyse/connect4/35265572")
+    Select(browser.driver.find_element("id", "an-mode")).select_by_value("time")
+    wait_analysed(browser)
+    found = axe_violations(browser, axe_source)
+    assert found == [], json.dumps(found, indent=1)
+    browser.screenshot("quick")

@@ -10,8 +10,11 @@ import { ApiError, analyseOnce, cancelAnalysis, followAnalysis, request } from "
 import { $, Alert, errorText, isPassing } from "./alert.js";
 import { Board } from "./board.js";
 import { MoveTree } from "./movetree.js";
-import { bestChoice, moveFacts, verdictOf } from "./grading.js";
-import { GAMES, Position, RulesError, describeScore, ordinal } from "./rules.js";
+import { GRADES, bestChoice, gradeMove, moveFacts, reviewGame, verdictOf } from "./grading.js";
+import { botMove } from "./playon.js";
+import { ImportError, gameRecord, parseImport } from "./record.js";
+import { drawAccuracy, drawGraph, plyAt } from "./review.js";
+import { GAMES, Position, RulesError, ordinal } from "./rules.js";
 
 /** Moves of the best line shown: enough to see the plan, the same length whether the
  * answer came from the cache (whose line is its best move only: the page lengthens it,
@@ -26,10 +29,6 @@ const HIDE_KEY = "plybot.hideScores";
 export function analyseHash(game, notation, review = false) {
   return `#/analyse/${game.name}/${notation}${review ? "/review" : ""}`;
 }
-
-/** Plain words for a score's kind, to say what a move changed. */
-const RESULT_WORD = { win: "win", draw: "draw", loss: "loss" };
-const RANK = { loss: 0, draw: 1, win: 2 };
 
 /**
  * Per-column data of a progress event, as marks for the board (see Board.update). The
@@ -74,6 +73,7 @@ export class Analyser {
     this.invalid = null; // why the position asked for (a link, a paste) is not legal
     this.stamp = 0; // bumps on each new search, so late answers of old ones are dropped
     this.review = null; // {line, index, total, controller, error}
+    this.playOn = null; // {level, botSide, controller, thinking}: playing on against plybot
     this.hideScores = localStorage.getItem(HIDE_KEY) === "1";
     $("#an-hide").checked = this.hideScores;
 
@@ -83,6 +83,27 @@ export class Analyser {
     $("#an-copy").addEventListener("click", () => this.copyLink());
     $("#an-best").addEventListener("click", () => this.playBest());
     $("#an-flip").addEventListener("click", () => this.flip());
+    for (const what of ["moves", "link", "record"]) {
+      $(`#an-export-${what}`).addEventListener("click", () => this.exportText(what));
+    }
+    $("#an-import-go").addEventListener("click", () => this.importGame());
+    $("#an-playon").addEventListener("click", () => this.startPlayOn());
+    $("#an-playon-stop").addEventListener("click", () => this.stopPlayOn());
+    const graph = $("#an-graph");
+    graph.addEventListener("click", (e) => {
+      if (this.review) this.goToPly(plyAt(graph, e.clientX, this.review.line.length + 1));
+    });
+    graph.addEventListener("keydown", (e) => {
+      if (!this.review) return;
+      const last = this.review.line.length;
+      const now = Number(graph.getAttribute("aria-valuenow") || 0);
+      const to = { ArrowLeft: now - 1, ArrowDown: now - 1, ArrowRight: now + 1, ArrowUp: now + 1, Home: 0, End: last }[e.key];
+      if (to === undefined) return;
+      e.preventDefault();
+      e.stopPropagation(); // the page's own arrow keys (undo, redo) must not act too
+      this.goToPly(Math.max(0, Math.min(last, to)));
+      graph.focus();
+    });
     $("#an-review").addEventListener("click", () => this.startReview());
     $("#an-hide").addEventListener("change", () => {
       this.hideScores = $("#an-hide").checked;
@@ -170,6 +191,8 @@ export class Analyser {
 
   newTree(game, moves, { analyse = true } = {}) {
     this.cancelReview();
+    this.playOn?.controller.abort();
+    this.playOn = null;
     this.game = game;
     this.tree = new MoveTree();
     this.tree.goToLine(moves);
@@ -210,6 +233,10 @@ export class Analyser {
   }
 
   play(move) {
+    if (this.playOn?.thinking) {
+      this.alert.show("plybot is thinking: your move comes after its reply.", { kind: "info", cause: "key" });
+      return;
+    }
     if (this.invalid) {
       this.invalid = null;
       this.alert.clear("position");
@@ -223,6 +250,53 @@ export class Analyser {
       return;
     }
     this.tree.play(move);
+    this.tree.remember();
+    this.goToCurrent();
+    this.botTurn();
+  }
+
+  // -- playing on against plybot --------------------------------------------------------
+
+  /** Play on from the position shown: the person has the side to move, plybot the other,
+   * at the level chosen (playon.js). */
+  startPlayOn() {
+    if (this.position.over || this.invalid) return;
+    this.stopPlayOn();
+    const level = $("#an-playon-level").value;
+    this.playOn = { level, botSide: 1 - this.position.sideToMove, controller: new AbortController(), thinking: false };
+    this.render();
+  }
+
+  stopPlayOn() {
+    this.playOn?.controller.abort();
+    this.playOn = null;
+    this.render();
+  }
+
+  /** plybot's reply, when playing on and it is its turn; it joins the move tree. */
+  async botTurn() {
+    const game = this.playOn;
+    if (!game || this.position.over || this.position.sideToMove !== game.botSide) return;
+    const at = this.tree.current;
+    game.thinking = true;
+    this.render();
+    let move;
+    try {
+      move = await botMove(this.game, this.position.notation(), game.level, { signal: game.controller.signal });
+    } catch (err) {
+      if (err.name === "AbortError" || this.playOn !== game) return;
+      game.thinking = false;
+      this.alert.show(`plybot could not move: ${errorText(err)}`, { cause: "playon" });
+      this.render();
+      return;
+    }
+    if (this.playOn !== game) return;
+    game.thinking = false;
+    if (this.tree.current !== at || move === null) {
+      this.render(); // the person went elsewhere meanwhile: no reply there
+      return;
+    }
+    this.tree.play(Number(move) - 1);
     this.tree.remember();
     this.goToCurrent();
   }
@@ -321,6 +395,8 @@ export class Analyser {
   leave() {
     this.stop();
     this.cancelReview();
+    this.playOn?.controller.abort();
+    this.playOn = null;
   }
 
   async submit(key, stamp) {
@@ -517,31 +593,111 @@ export class Analyser {
     $("#an-review-status").textContent = "";
   }
 
-  /** A reviewed move's mark for the move list, or null: did it change the result? */
-  reviewMark(node) {
-    if (!this.review || this.hideScores) return null;
+  /** The grade of the move at `node` (a move of the tree), when the position before it
+   * has an exact solve and a review is on; else null. */
+  gradeOf(node) {
+    if (!this.review || this.hideScores || !node.parent) return null;
     const before = new Position(this.game);
     for (const m of node.parent.path()) before.play(m);
     const result = this.results.get(this.keyFor("solve", this.game, before.notation()));
-    if (!result || !result.exact || !result.moves) return null;
-    const played = result.moves[String(node.move + 1)];
-    if (played === undefined) return null;
-    const was = describeScore(this.game, before.ply, result.score, true).kind;
-    const now = describeScore(this.game, before.ply, played, true).kind;
-    if (RANK[now] >= RANK[was]) return null;
-    const unit = this.game.kind === "columns" ? "column" : "cell";
-    return {
-      glyph: "??",
-      kind: "blunder",
-      title: `turned a ${RESULT_WORD[was]} into a ${RESULT_WORD[now]} (best: ${unit} ${result.best_move})`,
+    if (!result) return null;
+    const graded = gradeMove(this.game, before.ply, result, String(node.move + 1));
+    return graded.grade === "unknown" ? null : graded;
+  }
+
+  /** A reviewed move's mark for the move tree, or null (a best move, or not graded). */
+  reviewMark(node) {
+    const graded = this.gradeOf(node);
+    if (!graded || graded.grade === "best") return null;
+    const grade = GRADES[graded.grade];
+    return { glyph: grade.glyph, kind: grade.kind, title: graded.text };
+  }
+
+  /** The review of the main line as far as it is solved (grading.reviewGame). */
+  reviewData() {
+    const line = this.review.line;
+    const resultAt = (ply) => {
+      const position = new Position(this.game);
+      for (const m of line.slice(0, ply)) position.play(m);
+      return this.results.get(this.keyFor("solve", this.game, position.notation()));
     };
+    const end = new Position(this.game);
+    for (const m of line) end.play(m);
+    return reviewGame(this.game, line, resultAt, end.outcome);
+  }
+
+  /** The main line's node at `ply` (0: the root). */
+  mainNode(ply) {
+    let node = this.tree.root;
+    for (let i = 0; i < ply && node.children[0]; i++) node = node.children[0];
+    return node;
+  }
+
+  /** Go to position `ply` of the reviewed line (a graph point). */
+  goToPly(ply) {
+    this.tree.current = this.mainNode(ply);
+    this.tree.remember();
+    this.goToCurrent();
+  }
+
+  /** The review link of the main line (opens the same review anywhere). */
+  reviewLink() {
+    const moves = this.tree.mainLine().map((m) => m + 1).join("");
+    return `${location.origin}${location.pathname}${analyseHash(this.game, moves, true)}`;
+  }
+
+  recordText() {
+    const data = this.review?.done ? this.reviewData() : null;
+    return gameRecord(this.game, this.tree.mainLine(), data, this.reviewLink());
+  }
+
+  async exportText(what) {
+    const text = {
+      moves: () => this.tree.mainLine().map((m) => m + 1).join(""),
+      link: () => this.reviewLink(),
+      record: () => this.recordText(),
+    }[what]();
+    const name = { moves: "Moves", link: "Review link", record: "Record" }[what];
+    const shown = what === "record" ? "below" : text;
+    if (what === "record") $("#an-review-card details.record").open = true;
+    // Shown at once (the clipboard may refuse, or never answer without permission),
+    // then said to be copied once it is.
+    this.alert.show(`${name}: ${shown}`, { kind: "info", cause: "copy" });
+    try {
+      await navigator.clipboard.writeText(text);
+      this.alert.show(`${name} copied: ${shown}`, { kind: "info", cause: "copy" });
+    } catch {
+      // not copied: the text shown is there to select
+    }
+  }
+
+  /** Open the game pasted in the import box, and review it. */
+  importGame() {
+    const box = $("#an-import");
+    const error = $("#an-import-error");
+    let found;
+    try {
+      found = parseImport(box.value, GAMES[$("#an-game").value]);
+      Position.parse(found.game, found.notation); // the engine's words for an illegal move
+    } catch (err) {
+      if (!(err instanceof ImportError || err instanceof RulesError)) throw err;
+      error.textContent = err.message;
+      error.hidden = false;
+      box.setAttribute("aria-invalid", "true");
+      return;
+    }
+    error.hidden = true;
+    box.removeAttribute("aria-invalid");
+    location.hash = analyseHash(found.game, found.notation, true);
   }
 
   renderReview() {
     const review = this.review;
     const status = $("#an-review-status");
     const list = $("#an-review-list");
+    const card = $("#an-review-card");
     list.replaceChildren();
+    card.hidden = !review || this.hideScores;
     if (!review) {
       status.textContent = "";
       return;
@@ -553,31 +709,47 @@ export class Analyser {
     if (!review.done) {
       status.textContent = `Reviewing… ${review.index} of ${review.total} positions solved.`;
     }
+    const data = this.reviewData();
+    const noted = data.moves.filter((g) => g.grade !== "best" && g.grade !== "unknown");
     const nodes = [];
     for (let n = this.tree.root.children[0]; n; n = n.children[0]) nodes.push(n);
-    const marked = nodes.slice(0, review.index).filter((n) => this.reviewMark(n));
-    for (const node of marked) {
-      const mark = this.reviewMark(node);
+    for (const graded of noted) {
+      const node = nodes[graded.ply - 1];
+      if (!node) continue;
       const item = document.createElement("li");
+      item.className = GRADES[graded.grade].kind;
+      item.dataset.ply = graded.ply;
+      item.dataset.grade = graded.grade;
       const link = document.createElement("button");
       link.type = "button";
       link.className = "linklike";
-      const who = this.game.sides[(node.ply - 1) % 2];
-      link.textContent = `Move ${node.ply}, ${who} ${node.move + 1}`;
+      link.textContent = `Move ${graded.ply}, ${this.game.sides[graded.side]} ${graded.name}`;
       link.addEventListener("click", () => {
         this.tree.current = node.parent;
         this.goToCurrent();
       });
-      item.append(link, ` ${mark.glyph} ${mark.title}.`);
+      item.append(link, ` ${GRADES[graded.grade].glyph} ${graded.text}.`);
       list.append(item);
+    }
+    if (!this.hideScores) {
+      drawAccuracy($("#an-accuracy"), this.game, data);
+      const onLine = this.tree.current.path().every((m, i) => this.review.line[i] === m);
+      const ply = onLine ? this.tree.current.ply : 0;
+      drawGraph($("#an-graph"), this.game, data, ply, this.review.line.map((m) => String(m + 1)));
+      $("#an-record").value = this.recordText();
     }
     if (review.done) {
       const unsure = review.unsure ? ` (${review.unsure} positions could not be solved exactly in time)` : "";
+      const lost = noted.filter((g) => GRADES[g.grade].kind === "blunder").length;
+      const slow = noted.length - lost;
+      const parts = [];
+      if (lost) parts.push(`${lost} move${lost > 1 ? "s" : ""} changed the result`);
+      if (slow) parts.push(`${slow} ${slow > 1 ? "were" : "was"} slower to win or quicker to lose`);
       status.textContent = this.hideScores
         ? "Review done; scores are hidden."
-        : marked.length
-          ? `Review done: ${marked.length} move${marked.length > 1 ? "s" : ""} changed the result${unsure}.`
-          : `Review done: no move changed the result${unsure}.`;
+        : parts.length
+          ? `Review done: ${parts.join("; ")}${unsure}.`
+          : `Review done: every move was a best move${unsure}.`;
     }
   }
 
@@ -726,6 +898,25 @@ export class Analyser {
       annotate: (node) => this.reviewMark(node),
     });
     this.renderReview();
+    this.renderPlayOn();
+  }
+
+  renderPlayOn() {
+    const game = this.playOn;
+    const status = $("#an-playon-status");
+    $("#an-playon").hidden = Boolean(game);
+    $("#an-playon").disabled = this.position.over || Boolean(this.invalid);
+    $("#an-playon-stop").hidden = !game;
+    if (!game) {
+      status.textContent = "";
+      return;
+    }
+    const you = this.game.sides[1 - game.botSide];
+    const vs = `You play ${you} against plybot (${game.level}).`;
+    if (this.position.over) status.textContent = `${vs} The game is over.`;
+    else if (game.thinking) status.textContent = `${vs} plybot is thinking…`;
+    else if (this.position.sideToMove === game.botSide) status.textContent = `${vs} plybot's turn: play a move for it, or Stop.`;
+    else status.textContent = `${vs} Your move.`;
   }
 }
 

@@ -87,6 +87,8 @@ export class Analyser {
       $(`#an-export-${what}`).addEventListener("click", () => this.exportText(what));
     }
     $("#an-import-go").addEventListener("click", () => this.importGame());
+    // The same levels as the Play view's (one list, in its form).
+    $("#an-playon-level").replaceChildren(...[...$("#play-level").options].map((o) => o.cloneNode(true)));
     $("#an-playon").addEventListener("click", () => this.startPlayOn());
     $("#an-playon-stop").addEventListener("click", () => this.stopPlayOn());
     const graph = $("#an-graph");

@@ -22,7 +22,7 @@ import { GAMES, Position, RulesError, ordinal } from "./rules.js";
 export const PV_SHOWN = 10;
 
 /** Seconds the service may take for one more move of a short best line (extendLine). */
-const LINE_WAIT_S = 2;
+const LINE_WAIT_S = 5;
 
 const HIDE_KEY = "plybot.hideScores";
 

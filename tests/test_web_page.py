@@ -530,6 +530,9 @@ def test_a_rate_limit_is_shown_and_the_page_recovers(
         alert = browser.driver.find_element("id", "analyse-alert")
         browser.wait(lambda _d: "Too many requests" in alert.text, message="no rate-limit message")
         assert re.search(r"retrying in \d+ s", alert.text)
+        # Nothing runs while the page waits (issue 21, defect 7): no "Solving… 58 s".
+        verdict = browser.driver.find_element("id", "an-verdict").text
+        assert verdict == "Not searching: waiting to ask the service again.", verdict
         browser.screenshot("rate-limited")
         result = wait_analysed(browser, timeout=30)  # the retry after the window succeeded
         assert result["exact"]
@@ -909,13 +912,21 @@ def test_move_tree_best_move_and_hidden_scores(browser: Browser, site: str) -> N
     browser.driver.find_element("css selector", "body").send_keys("b")
     browser.wait(lambda d: d.current_url.endswith(f"#/analyse/tictactoe/1592{result['best_move']}"))
 
-    browser.driver.find_element("id", "an-hide").click()
-    assert browser.driver.find_element("id", "an-verdict").text == "Scores are hidden."
-    assert chip_scores_cells(browser) == {}
-    assert browser.driver.find_element("id", "an-pv").text == "—"
-    browser.driver.find_element("id", "an-hide").click()
-    wait_analysed(browser)
-    assert chip_scores_cells(browser) != {}
+    # Clicked in the page: the panel's lines may grow as answers arrive (the best line
+    # lengthens), and a click aimed at where the box was would miss it.
+    hide = browser.driver.find_element("id", "an-hide")
+    try:
+        browser.js("arguments[0].click()", hide)
+        assert hide.is_selected()
+        assert browser.driver.find_element("id", "an-verdict").text == "Scores are hidden."
+        assert chip_scores_cells(browser) == {}
+        assert browser.driver.find_element("id", "an-pv").text == "—"
+        browser.js("arguments[0].click()", hide)
+        assert not hide.is_selected()
+        wait_analysed(browser)
+        assert chip_scores_cells(browser) != {}
+    finally:  # the setting is kept in the browser: never leave it on for the next tests
+        browser.js("localStorage.setItem('plybot.hideScores', '0')")
     assert browser.errors() == []
 
 
@@ -969,7 +980,8 @@ def test_a_review_marks_the_move_that_lost(browser: Browser, site: str) -> None:
     assert marked == expected
     human_moves = [p for p in expected if p % 2 == 1]  # the person moved first: odd plies
     assert human_moves, "the losing move is the person's"
-    assert len(browser.driver.find_elements("css selector", "#an-review-list li")) == len(expected)
+    listed = browser.driver.find_elements("css selector", "#an-review-list li.blunder")
+    assert len(listed) == len(expected)
     browser.screenshot("review")
     browser.size(*PHONE, mobile=True)
     browser.screenshot("review-phone")
@@ -1178,3 +1190,783 @@ def test_a_bot_still_thinking_is_said_and_the_notice_clears(browser: Browser) ->
     finally:
         own.close()
     assert browser.errors() == []
+
+
+# -- issue 21: the defects a careful user finds --------------------------------------------
+
+#: Relative luminance and contrast ratio (WCAG 2) of two computed CSS colours, in the page:
+#: ``contrast(fg, bg)``; ``backdrop(el)`` is the first opaque background behind ``el``.
+CONTRAST_JS = """
+const rgb = (css) => (css.match(/[\\d.]+/g) || []).map(Number);
+const lum = (css) => {
+  const [r, g, b] = rgb(css).slice(0, 3).map((v) => v / 255)
+    .map((c) => (c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4));
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+};
+const contrast = (a, b) => {
+  const [hi, lo] = [lum(a), lum(b)].sort((x, y) => y - x);
+  return (hi + 0.05) / (lo + 0.05);
+};
+const backdrop = (el) => {
+  for (let n = el; n; n = n.parentElement) {
+    const bg = getComputedStyle(n).backgroundColor;
+    const alpha = rgb(bg)[3];
+    if (bg && bg !== 'transparent' && (alpha === undefined || alpha > 0)) return bg;
+  }
+  return getComputedStyle(document.documentElement).backgroundColor || 'rgb(255, 255, 255)';
+};
+"""
+
+
+def tree_variations(browser: Browser) -> list[str]:
+    return browser.js(
+        "return [...document.querySelectorAll('#an-tree .variation')].map((v) => v.innerText)"
+    )
+
+
+def test_a_first_move_variation_is_drawn_once(browser: Browser, site: str) -> None:
+    """Defect 1: play 4 on the empty board, back to the start, play 3: one variation."""
+    open_page(browser, f"{site}/#/analyse/connect4/")
+    wait_analysed(browser)
+    body = browser.driver.find_element("css selector", "body")
+    body.send_keys("4")
+    browser.wait(lambda d: d.current_url.endswith("#/analyse/connect4/4"))
+    browser.driver.find_element("id", "an-start").click()
+    browser.wait(lambda d: d.current_url.endswith("#/analyse/connect4/"))
+    body.send_keys("3")
+    browser.wait(lambda d: d.current_url.endswith("#/analyse/connect4/3"))
+    assert [v.split() for v in tree_variations(browser)] == [["1.", "3"]]
+    assert browser.driver.find_element("id", "an-tree").text.split() == ["1.", "4", "1.", "3"]
+    assert browser.errors() == []
+
+
+def test_a_new_solve_starts_its_own_clock(browser: Browser) -> None:
+    """Defect 2: a solve has counted seconds and shows the "can take up to a minute" note;
+    the next position's solve starts at no seconds, without the note. (A service with no
+    worker: the solve waits in the queue, so its seconds count for as long as needed.)"""
+    own = RedisServer()
+    own.start()
+    try:
+        with api_server_on(own.url) as server:
+            open_page(browser, f"{server.url}/#/analyse/connect4/4453326617")
+            note = browser.driver.find_element("id", "an-note")
+            browser.wait(
+                lambda _d: note.is_displayed() and "up to a minute" in note.text,
+                timeout=30,
+                message="the waiting solve never showed its note",
+            )
+            verdict = browser.driver.find_element("id", "an-verdict").text
+            assert re.search(r"· \d+ s$", verdict), verdict
+            # Play a move and read the headline in the same script: what the new search
+            # shows first.
+            shown = browser.js(
+                """
+                document.querySelector("#analyse-board .drop[data-move='0']").click();
+                const note = document.getElementById('an-note');
+                return [document.getElementById('an-verdict').textContent, note.hidden];
+                """
+            )
+            assert browser.driver.current_url.endswith("#/analyse/connect4/44533266171")
+            assert shown == ["Solving exactly…", True]
+            browser.driver.get("about:blank")
+    finally:
+        own.close()
+
+
+#: A quick search's answer on 35265572 as the issue reports it: the search's line starts
+#: with column 6 (proven only within [-17, 2]) while column 3 is proven a win in 16; column
+#: 5 might still win faster ([-4, 3]), so nothing is proven best.
+QUICK_RESULT = {
+    "best_move": "6",
+    "score": 2,
+    "exact": False,
+    "pv": ["6", "1", "4", "3"],
+    "moves": {"1": 0, "2": 1, "3": 2, "4": 0, "5": 1, "6": 2, "7": 1},
+    "depth": 7,
+    "nodes": 5_000_000,
+    "time_ms": 1000.0,
+    "cache": "miss",
+    "worker": "w",
+    "note": "the time budget: the exact solve did not finish; the exact score is proven "
+    "between 2 and 3; exact: column 3, 4; every other figure is an estimate within its "
+    "proven bounds",
+    "lower": 2,
+    "upper": 3,
+    "bounds": {
+        "1": [-17, 2],
+        "2": [-17, 2],
+        "3": [2, 2],
+        "4": [0, 0],
+        "5": [-4, 3],
+        "6": [-17, 2],
+        "7": [-17, 2],
+    },
+}
+
+
+def test_quick_mode_shows_what_is_proven(browser: Browser, site: str) -> None:
+    """Defect 3: a quick search's proven bounds are not ignored: the headline says the
+    proven win, the move named best is the proven win (not the search's unproven column
+    6), proven chips say what is proven and the others stay estimates, and the API's note
+    is shown. The issue's answer is drawn by the page's own view; then a real quick search
+    keeps the same rules."""
+    open_page(browser, f"{site}/#/analyse/connect4/{LATE}")
+    wait_analysed(browser)
+    notation = "35265572"
+    browser.js(
+        """
+        const a = window.plybot.analyser;
+        a.stop();
+        document.getElementById('an-mode').value = 'time';  // no change event: no search
+        a.position = a.position.constructor.parse(a.game, arguments[0]);
+        a.tree.goToLine(a.position.moves);
+        a.results.set(a.key(), arguments[1]);
+        a.render();
+        """,
+        notation,
+        QUICK_RESULT,
+    )
+    position = Connect4.parse(notation)
+    verdict = browser.driver.find_element("id", "an-verdict").text
+    n_slow = int(score_words(position, 2).split()[-1])  # 16
+    n_fast = int(score_words(position, 3).split()[-1])  # 15
+    assert verdict.startswith(f"Red wins with its {ordinal(n_fast)} to {ordinal(n_slow)} move"), (
+        verdict
+    )
+    assert "proven" in verdict
+    pv = browser.js(
+        "return [...document.querySelectorAll('#an-pv .pv-move')].map((b) => b.textContent)"
+    )
+    assert pv == ["3"]
+    label = browser.driver.find_element("id", "an-pv-label").text
+    assert label == "Best so far (not proven best)"
+    chips = chip_scores(browser)
+    assert chips[3] == (2, score_words(position, 2), "win")
+    assert (chips[4][0], chips[4][2]) == (0, "draw")
+    for col in (1, 2, 5, 6, 7):  # only bounds that do not decide: estimates, said so
+        assert chips[col][2] == "eval", (col, chips[col])
+        assert chips[col][1].startswith("est."), (col, chips[col])
+    assert browser.js("return document.querySelectorAll('#analyse-board .chip.best').length") == 0
+    note = browser.driver.find_element("id", "an-note")
+    assert note.is_displayed()
+    assert QUICK_RESULT["note"] in note.text
+    browser.driver.find_element("css selector", "body").send_keys("b")  # the named best move
+    browser.wait(lambda d: d.current_url.endswith(f"#/analyse/connect4/{notation}3"))
+
+    # A real quick search: whatever it proves, the move named best is never proven worse
+    # than another, and the note is the API's.
+    open_page(browser, f"{site}/#/analyse/connect4/{notation}")
+    Select(browser.driver.find_element("id", "an-mode")).select_by_value("time")
+    result = wait_analysed(browser, timeout=60)
+    if not result["exact"]:
+        assert result["note"] in browser.driver.find_element("id", "an-note").text
+    bounds = result.get("bounds") or {}
+    named = browser.js(
+        "return [...document.querySelectorAll('#an-pv .pv-move')].map((b) => b.textContent)[0]"
+    )
+    if bounds and named:
+        floor = max(lo for lo, _ in bounds.values())
+        assert floor <= bounds[named][1], (named, bounds)
+    Select(browser.driver.find_element("id", "an-mode")).select_by_value("solve")
+    assert browser.errors() == []
+
+
+def resign_in_page(browser: Browser) -> None:
+    browser.driver.find_element("id", "play-resign").click()
+    browser.wait(lambda d: d.find_element("id", "confirm").is_displayed())
+    browser.driver.find_element("id", "confirm-yes").click()
+
+
+def test_a_finished_game_leaves_with_its_board_and_a_rematch_swaps_sides(
+    browser: Browser, site: str
+) -> None:
+    """Defect 4 and Rematch: after a game ends, Rematch starts the same game with the sides
+    swapped; switching the game then clears the old result (no banner over an empty
+    board). The result banner's text is at least 4.5:1 on its background (computed)."""
+    open_page(browser, site + "/#/play")
+    new_game_in_page(browser, "connect4", "easy", "human")
+    status = browser.driver.find_element("id", "play-status")
+    browser.wait(lambda _d: status.text.startswith("Your move"), timeout=60)
+    resign_in_page(browser)
+    browser.wait(lambda _d: status.text == "plybot wins by resignation.", timeout=30)
+    assert status.get_attribute("data-outcome") == "loss"
+    ratio = browser.js(CONTRAST_JS + "const s = getComputedStyle(arguments[0]);"
+                       "return contrast(s.color, s.backgroundColor);", status)  # fmt: skip
+    assert ratio >= 4.5, ratio
+
+    rematch = browser.driver.find_element("id", "play-rematch")
+    assert rematch.is_displayed()
+    rematch.click()
+    browser.wait(
+        lambda _d: (
+            (browser.js("return window.plybot.player.session") or {}).get("first") == "bot"
+            and status.text.startswith("Your move")
+        ),
+        timeout=60,
+        message="Rematch did not start a game with plybot moving first",
+    )
+    session = browser.js("return window.plybot.player.session")
+    assert (session["game"], session["level"], len(session["moves"])) == ("connect4", "easy", 1)
+    assert not rematch.is_displayed()
+    resign_in_page(browser)
+    browser.wait(lambda _d: status.text == "plybot wins by resignation.", timeout=30)
+
+    Select(browser.driver.find_element("id", "play-game")).select_by_value("tictactoe")
+    assert status.text == "Press New game to start."
+    assert status.get_attribute("data-outcome") is None
+    assert not browser.driver.find_element("id", "play-review").is_displayed()
+    assert not rematch.is_displayed()
+    assert board_cells(browser, "play") == engine_cells("tictactoe", "")
+    assert browser.errors() == []
+
+
+def test_focus_stays_on_the_board_when_a_column_fills(browser: Browser, site: str) -> None:
+    """Defect 5: Enter on a column that the move fills: the focus moves to the nearest
+    playable column, not to <body>."""
+    open_page(browser, f"{site}/#/analyse/connect4/44444")
+    stop = browser.driver.find_element("css selector", "#analyse-board .drop[tabindex='0']")
+    assert stop.get_attribute("data-move") == "3"  # column 4, the centre
+    stop.send_keys(Keys.ENTER)
+    browser.wait(lambda d: d.current_url.endswith("#/analyse/connect4/444444"))
+    focused = browser.driver.switch_to.active_element
+    assert focused.get_attribute("class") == "drop", focused.get_attribute("outerHTML")
+    assert focused.is_enabled()
+    assert focused.get_attribute("data-move") in {"2", "4"}
+    # The keyboard goes on from there: Enter plays that column.
+    column = int(focused.get_attribute("data-move")) + 1
+    focused.send_keys(Keys.ENTER)
+    browser.wait(lambda d: d.current_url.endswith(f"#/analyse/connect4/444444{column}"))
+    assert browser.errors() == []
+
+
+#: Records the page's requests (method, URL) and passes them on unchanged.
+RECORD_FETCH_JS = """
+window.sent = [];
+const real = window.fetch;
+window.fetch = (url, options = {}) => {
+  window.sent.push([(options.method || 'GET').toUpperCase(), String(url)]);
+  return real(url, options);
+};
+"""
+
+
+def test_leaving_a_finished_review_cancels_nothing(browser: Browser, site: str) -> None:
+    """Defect 6: a review's analyses are all done once it has finished, so leaving it sends
+    no DELETE (each would be a 409 spent from the write rate limit)."""
+    open_page(browser, f"{site}/#/analyse/tictactoe/5137")
+    wait_analysed(browser)
+    browser.js(RECORD_FETCH_JS)
+    browser.driver.find_element("id", "an-review").click()
+    review = browser.driver.find_element("id", "an-review-status")
+    browser.wait(lambda _d: review.text.startswith("Review done"), timeout=120)
+    posts = [url for method, url in browser.js("return window.sent") if method == "POST"]
+    assert posts, "the review asked nothing of the service"
+    browser.driver.find_element("id", "tab-play").click()
+    browser.wait(lambda d: d.find_element("id", "play-view").is_displayed())
+    deletes = [url for method, url in browser.js("return window.sent") if method == "DELETE"]
+    assert deletes == []
+    assert browser.errors() == []
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_result_banner_and_focus_ring_contrast(browser: Browser, site: str, dark: bool) -> None:
+    """Defect 8: each result banner's text is at least 4.5:1 on its background, and the
+    focus ring at least 3:1 on what is behind it (board columns, tic-tac-toe cells, buttons),
+    computed from the page's computed styles, light and dark."""
+    browser.dark(dark)
+    open_page(browser, f"{site}/#/play")
+    ratios = browser.js(
+        CONTRAST_JS
+        + """
+        const status = document.getElementById('play-status');
+        status.classList.add('result');
+        const out = {};
+        for (const outcome of ['win', 'draw', 'loss']) {
+          status.dataset.outcome = outcome;
+          const s = getComputedStyle(status);
+          out[outcome] = contrast(s.color, s.backgroundColor);
+        }
+        delete status.dataset.outcome;
+        status.classList.remove('result');
+        return out;
+        """
+    )
+    assert all(r >= 4.5 for r in ratios.values()), ratios
+
+    def ring(element: object) -> float:
+        outline = browser.js(
+            CONTRAST_JS + "const e = arguments[0]; const s = getComputedStyle(e);"
+            "const offset = parseFloat(s.outlineOffset);"
+            "const behind = offset < 0 ? backdrop(e) : backdrop(e.parentElement);"
+            "return [s.outlineStyle, contrast(s.outlineColor, behind)];",
+            element,
+        )
+        assert outline[0] != "none"
+        return float(outline[1])
+
+    open_page(browser, f"{site}/#/analyse/connect4/{LATE}")
+    stop = browser.driver.find_element("css selector", "#analyse-board .drop[tabindex='0']")
+    stop.send_keys(Keys.ARROW_LEFT)  # keyboard focus: the ring shows
+    assert ring(browser.driver.switch_to.active_element) >= 3
+    browser.driver.find_element("id", "an-undo").send_keys(Keys.SHIFT, Keys.TAB)
+    focused = browser.driver.switch_to.active_element
+    assert focused.tag_name == "button"
+    assert ring(focused) >= 3
+    open_page(browser, f"{site}/#/analyse/tictactoe/5")
+    cell = browser.driver.find_element("css selector", "#analyse-board .cellbtn[tabindex='0']")
+    cell.send_keys(Keys.ARROW_RIGHT)
+    assert ring(browser.driver.switch_to.active_element) >= 3
+    assert browser.errors() == []
+
+
+def test_smaller_defects_of_the_page(browser: Browser, site: str) -> None:
+    """Defect 8, the smaller ones: no "0 ms of thought"; the footer lists only the keys
+    that work in the view shown; the best line has the same length on the empty board
+    (answered from the cache) as elsewhere."""
+    open_page(browser, f"{site}/#/play")
+    words = browser.driver.execute_async_script(
+        """
+        const done = arguments[0];
+        import('/player.js').then(({ thought }) =>
+          done([0, 0.4, 0.9, 1, 12.6, 1500].map(thought)));
+        """
+    )
+    assert words == [
+        "at once",
+        "at once",
+        "at once",
+        "after 1 ms of thought",
+        "after 13 ms of thought",
+        "after 1.5 s of thought",
+    ]
+    foot = browser.driver.find_element("css selector", ".foot")
+    assert "best move" not in foot.text
+    assert "undo" not in foot.text
+    assert "play a column" in foot.text
+
+    open_page(browser, f"{site}/#/analyse/connect4/")
+    result = wait_analysed(browser)
+    foot = browser.driver.find_element("css selector", ".foot")
+    assert "best move" in foot.text
+    assert "undo" in foot.text
+    from engine.analysis import analyze
+
+    pv = browser.wait(
+        lambda _d: (
+            (line := browser.js(
+                "return [...document.querySelectorAll('#an-pv .pv-move')].map((b) => b.textContent)"
+            ))
+            and len(line) == 10
+            and line
+        ),
+        timeout=30,
+        message=f"the empty board's best line stayed {result['pv']}",
+    )  # fmt: skip
+    # Every move of the line is a best move of its position (the engine's exact scores).
+    position = new_game("connect4", "")
+    for name in pv:
+        scores = analyze(position, mode="solve", all_moves=True).moves or {}
+        move = position.parse_move(name)
+        assert scores[move] == max(scores.values()), (position, name)
+        position.push(move)
+    assert browser.errors() == []
+
+
+def test_a_tap_leaves_no_ghost_disc(browser: Browser, site: str) -> None:
+    """Defect 8: on a phone, a tap on a column plays it, and once the bot has answered no
+    "ghost" disc is left on the board."""
+    browser.size(*PHONE, mobile=True)
+    browser.driver.execute_cdp_cmd("Emulation.setTouchEmulationEnabled", {"enabled": True})
+    try:
+        open_page(browser, f"{site}/#/play")
+        new_game_in_page(browser, "connect4", "easy", "human")
+        status = browser.driver.find_element("id", "play-status")
+        browser.wait(lambda _d: status.text.startswith("Your move"), timeout=60)
+        box = browser.js(
+            "const r = document.querySelector(\"#play-board .drop[data-move='3']\")"
+            ".getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2];"
+        )
+        point = {"x": box[0], "y": box[1]}
+        for kind, points in (("touchStart", [point]), ("touchEnd", [])):
+            browser.driver.execute_cdp_cmd(
+                "Input.dispatchTouchEvent", {"type": kind, "touchPoints": points}
+            )
+        browser.wait(
+            lambda _d: (
+                browser.js("return window.plybot.player.position.ply") == 2
+                and status.text.startswith("Your move")
+            ),
+            timeout=60,
+            message="the tap did not play, or the bot did not answer",
+        )
+        assert browser.js("return window.plybot.player.position.moves[0]") == 3
+        assert browser.js("return document.querySelectorAll('#play-board .cell.ghost').length") == 0
+        browser.screenshot("after-tap-phone")
+    finally:
+        browser.driver.execute_cdp_cmd("Emulation.setTouchEmulationEnabled", {"enabled": False})
+    assert browser.errors() == []
+
+
+# -- issue 21: the game review ------------------------------------------------------------
+
+#: A Connect Four game of 13 moves with every kind of grade: lost wins, a quicker loss,
+#: best moves (past the opening book: its positions are solved by the workers).
+REVIEWED = "4453326617445"
+
+
+def expected_grades(game_name: str, line: str) -> list[tuple[str, int]]:
+    """(grade, accuracy) of each move of ``line`` from the engine's exact scores, by the
+    rules the page states (api/static/grading.js, gradeMove)."""
+    from engine.analysis import analyze, moves_to_end
+
+    grades = []
+    for ply in range(len(line)):
+        position = new_game(game_name, line[:ply])
+        found = analyze(position, mode="solve", all_moves=True)
+        assert found.exact
+        assert found.moves is not None
+        best = found.score
+        played = found.moves[position.parse_move(line[ply])]
+        sign = lambda s: (s > 0) - (s < 0)  # noqa: E731
+        if played >= best:
+            grades.append(("best", 100))
+        elif sign(played) < sign(best):
+            points = {1: 1.0, 0: 0.5, -1: 0.0}
+            lost = points[sign(best)] - points[sign(played)]
+            grades.append(("lostwin" if best > 0 else "lostdraw", round(100 * (1 - lost))))
+        else:
+            n_best, n_played = moves_to_end(position, best), moves_to_end(position, played)
+            ratio = n_best / n_played if best > 0 else n_played / n_best
+            grades.append(("slower" if best > 0 else "quicker", round(100 - 25 * (1 - ratio))))
+    return grades
+
+
+def wait_review_done(browser: Browser, timeout: float = 180) -> None:
+    review = browser.driver.find_element("id", "an-review-status")
+    browser.wait(
+        lambda _d: review.text.startswith("Review done"),
+        timeout=timeout,
+        message=f"the review did not finish: {review.text!r}",
+    )
+
+
+def test_a_review_grades_every_move_by_the_exact_outcome(browser: Browser, site: str) -> None:
+    """Every move graded by what it did to the exact outcome (the engine's own solve), each
+    player's accuracy by the stated rule, the graph's points on the right side of the line,
+    clicking a point goes to its position, the arrow keys walk the graph."""
+    open_page(browser, f"{site}/#/analyse/connect4/{REVIEWED}/review")
+    wait_review_done(browser)
+    expected = expected_grades("connect4", REVIEWED)
+    assert {g for g, _ in expected} >= {"best", "lostwin", "quicker"}
+
+    # The tree: the moves that lost the result are blunders (??), the slower or quicker
+    # ones inaccuracies (?!), best moves unmarked.
+    kinds = browser.js(
+        "return [...document.querySelectorAll('#an-tree .tree-line > .tree-move')].map((b) =>"
+        " ['blunder', 'inaccuracy'].find((k) => b.classList.contains(k)) || '')"
+    )
+    kind_of = {"best": "", "slower": "inaccuracy", "quicker": "inaccuracy"}
+    assert kinds == [kind_of.get(g, "blunder") for g, _ in expected]
+    listed = browser.js(
+        "return [...document.querySelectorAll('#an-review-list li')]"
+        ".map((li) => [Number(li.dataset.ply), li.dataset.grade])"
+    )
+    assert listed == [[i + 1, g] for i, (g, _) in enumerate(expected) if g != "best"]
+
+    # Accuracy per player: the mean of their moves' accuracies.
+    rows = browser.js(
+        "return [...document.querySelectorAll('#an-accuracy tbody tr')]"
+        ".map((tr) => [...tr.children].map((c) => c.textContent))"
+    )
+    for side, row in enumerate(rows):
+        own = [a for i, (_, a) in enumerate(expected) if i % 2 == side]
+        grades = [g for i, (g, _) in enumerate(expected) if i % 2 == side]
+        assert row[0] == ("Red", "Yellow")[side]
+        assert row[1] == f"{round(sum(own) / len(own))}%"
+        assert int(row[2]) == grades.count("best")
+        assert int(row[3]) == grades.count("slower") + grades.count("quicker")
+        assert int(row[4]) == grades.count("lostwin") + grades.count("lostdraw")
+
+    # The graph: one point per position, above the line where Red wins (exactly), below
+    # where Yellow does, on it for a draw.
+    from engine.analysis import analyze
+
+    dots = browser.js(
+        "return [...document.querySelectorAll('#an-graph .graph-dot')]"
+        ".map((d) => parseFloat(d.style.top))"
+    )
+    assert len(dots) == len(REVIEWED) + 1
+    for ply, top in enumerate(dots):
+        position = new_game("connect4", REVIEWED[:ply])
+        score = analyze(position, mode="solve").score
+        red = score if ply % 2 == 0 else -score
+        assert (top < 50, top > 50) == (red > 0, red < 0), (ply, top, red)
+
+    graph = browser.driver.find_element("id", "an-graph")
+    # Click the point of position 5: the board goes there.
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    browser.js("arguments[0].scrollIntoView({block: 'center'})", graph)
+    dot = browser.driver.find_elements("css selector", "#an-graph .graph-dot")[5]
+    box = browser.js(
+        "const g = arguments[0].getBoundingClientRect();"
+        "const d = arguments[1].getBoundingClientRect();"
+        "return [d.left + d.width / 2 - (g.left + g.width / 2),"
+        " d.top + d.height / 2 - (g.top + g.height / 2)];",
+        graph,
+        dot,
+    )
+    ActionChains(browser.driver).move_to_element_with_offset(
+        graph, box[0], box[1]
+    ).click().perform()
+    browser.wait(lambda d: d.current_url.endswith(f"#/analyse/connect4/{REVIEWED[:5]}"))
+    assert graph.get_attribute("aria-valuenow") == "5"
+    assert graph.get_attribute("aria-valuetext").startswith(f"After move 5 (Red {REVIEWED[4]})")
+    graph.send_keys(Keys.ARROW_LEFT)
+    browser.wait(lambda d: d.current_url.endswith(f"#/analyse/connect4/{REVIEWED[:4]}"))
+    graph.send_keys(Keys.END)
+    browser.wait(lambda d: d.current_url.endswith(f"#/analyse/connect4/{REVIEWED}"))
+    browser.screenshot("review-graph")
+    browser.size(*PHONE, mobile=True)
+    assert browser.js("return document.documentElement.scrollWidth") <= PHONE[0]
+    browser.screenshot("review-graph-phone")
+    assert browser.errors() == []
+
+
+def test_export_and_import_a_game(browser: Browser, site: str) -> None:
+    """Export: the move string, the review link and a plain-text record with the grades.
+    Import: the record, the link, a numbered move string (as a Discord game's moves are
+    written) each open the game for review; what cannot be read is said, with why."""
+    line = "5137"
+    open_page(browser, f"{site}/#/analyse/tictactoe/{line}/review")
+    wait_review_done(browser)
+    expected = expected_grades("tictactoe", line)
+    record = browser.driver.find_element("id", "an-record").get_attribute("value")
+    lines = record.splitlines()
+    assert lines[0] == "plybot game review: Tic-tac-toe"
+    assert "Game: tictactoe" in lines
+    assert f"Moves: {line}" in lines
+    link = next(x for x in lines if x.startswith("Link: ")).removeprefix("Link: ")
+    assert link == f"{site}/#/analyse/tictactoe/{line}/review"
+    assert "Result: unfinished, X to move" in lines
+    moves = [x for x in lines if re.match(r"\d+\. ", x)]
+    assert [m.split(" ")[:3] for m in moves] == [
+        [f"{i + 1}.", "XO"[i % 2], c] for i, c in enumerate(line)
+    ]
+    for text, (grade, _) in zip(moves, expected, strict=True):
+        words = {
+            "best": "best move",
+            "slower": "a slower win",
+            "quicker": "a quicker loss",
+            "lostwin": "lost the win",
+            "lostdraw": "let a draw become a loss",
+        }[grade]
+        assert words in text, (text, grade)
+    accuracy = next(x for x in lines if x.startswith("Accuracy: "))
+    table = browser.js(
+        "return [...document.querySelectorAll('#an-accuracy tbody tr td:nth-child(2)')]"
+        ".map((c) => c.textContent)"
+    )
+    assert (
+        accuracy
+        == f"Accuracy: X {table[0]} (2 of 2 moves graded); O {table[1]} (2 of 2 moves graded)"
+    )
+
+    # The buttons say what they copied (the clipboard may be refused: the text is shown).
+    alert = browser.driver.find_element("id", "analyse-alert")
+    browser.driver.find_element("id", "an-export-moves").click()
+    browser.wait(lambda _d: alert.text.startswith("Moves") and line in alert.text)
+    browser.driver.find_element("id", "an-export-link").click()
+    browser.wait(lambda _d: alert.text.startswith("Review link") and link in alert.text)
+
+    def import_text(text: str) -> None:
+        if not browser.js("return document.querySelector('details.import').open"):
+            browser.driver.find_element("css selector", "details.import summary").click()
+        box = browser.driver.find_element("id", "an-import")
+        box.clear()
+        browser.js("arguments[0].value = arguments[1]", box, text)
+        browser.driver.find_element("id", "an-import-go").click()
+
+    # A record, in another game's view: the record names its game.
+    open_page(browser, f"{site}/#/analyse/connect4/{LATE}")
+    import_text(record)
+    browser.wait(lambda d: d.current_url.endswith(f"#/analyse/tictactoe/{line}"))
+    wait_review_done(browser)
+    assert board_cells(browser, "analyse") == engine_cells("tictactoe", line)
+
+    # A numbered move string, of the game chosen; a link.
+    open_page(browser, f"{site}/#/analyse/connect4/")
+    import_text("1. 4 4  2. 5 3\n3. 3")
+    browser.wait(lambda d: d.current_url.endswith("#/analyse/connect4/44533"))
+    open_page(browser, f"{site}/#/analyse/connect4/")
+    import_text(f"see {site}/#/analyse/tictactoe/159/review please")
+    browser.wait(lambda d: d.current_url.endswith("#/analyse/tictactoe/159"))
+
+    # What cannot be read: the reason, the engine's words for an illegal move.
+    import_text("44444444")  # a bare string is a game of the chosen one: tic-tac-toe now
+    error = browser.driver.find_element("id", "an-import-error")
+    browser.wait(lambda _d: error.is_displayed())
+    assert error.text == "'44444444': cell 4 is taken (move 2)"
+    assert browser.driver.find_element("id", "an-import").get_attribute("aria-invalid") == "true"
+    import_text("hello there")
+    assert error.text.startswith("Not a move string, a plybot link or a plybot record")
+    import_text("#/analyse/chess/e4")
+    assert error.text.startswith("'chess': unknown game")
+    assert browser.driver.current_url.endswith("#/analyse/tictactoe/159")
+    assert browser.errors() == []
+
+
+def test_flip_the_board(browser: Browser, site: str) -> None:
+    """Flip mirrors the board (column 1 on the right), the stones with it, and the arrow
+    keys follow the board as it is seen."""
+    open_page(browser, f"{site}/#/analyse/connect4/11")
+    x_of = "return document.querySelector(\"#analyse-board .drop[data-move='{}']\")"
+    left = x_of.format(0) + ".getBoundingClientRect().left"
+    right = x_of.format(6) + ".getBoundingClientRect().left"
+    assert browser.js(left) < browser.js(right)
+    browser.driver.find_element("id", "an-flip").click()
+    assert browser.driver.find_element("id", "an-flip").get_attribute("aria-pressed") == "true"
+    assert browser.js(left) > browser.js(right)
+    stone = browser.js(
+        "const c = [...document.querySelectorAll('#analyse-board .cell')].filter((c) =>"
+        " c.querySelector('.disc.p0'))[0]; return c.getBoundingClientRect().left;"
+    )
+    assert stone > browser.js(right)  # Red's stone in column 1 is on the right now
+    stop = browser.driver.find_element("css selector", "#analyse-board .drop[tabindex='0']")
+    assert stop.get_attribute("data-move") == "3"
+    stop.send_keys(Keys.ARROW_LEFT)  # on screen, left of column 4 is column 5 now
+    assert browser.driver.switch_to.active_element.get_attribute("data-move") == "4"
+    browser.screenshot("flipped")
+    browser.driver.find_element("css selector", "body").send_keys("f")  # and back
+    assert browser.js(left) < browser.js(right)
+    assert browser.errors() == []
+
+
+def test_play_on_from_a_position_against_plybot(browser: Browser, site: str) -> None:
+    """Play on from any position: perfect plybot replies with a best move (the engine's
+    exact scores) and the moves join the tree; at easy, in Connect Four, it replies too."""
+    from engine.analysis import analyze
+
+    open_page(browser, f"{site}/#/analyse/tictactoe/15")
+    wait_analysed(browser)
+    Select(browser.driver.find_element("id", "an-playon-level")).select_by_value("perfect")
+    browser.driver.find_element("id", "an-playon").click()
+    status = browser.driver.find_element("id", "an-playon-status")
+    assert status.text == "You play X against plybot (perfect). Your move."
+    body = browser.driver.find_element("css selector", "body")
+    for ply in (2, 4):
+        notation = browser.js("return window.plybot.analyser.position.notation()")
+        position = new_game("tictactoe", notation)
+        mine = position.move_name(position.legal_moves()[0])
+        body.send_keys(mine)
+        after_mine = new_game("tictactoe", notation + mine)
+        if after_mine.outcome() is not None:
+            break
+        browser.wait(
+            lambda _d, ply=ply: (
+                len(browser.js("return window.plybot.analyser.position.notation()")) == ply + 2
+                and status.text.endswith(("Your move.", "The game is over."))
+            ),
+            timeout=60,
+            message=f"plybot did not reply: {status.text!r}",
+        )
+        scores = analyze(after_mine, mode="solve", all_moves=True).moves or {}
+        reply = browser.js("return window.plybot.analyser.position.notation()")[-1]
+        assert scores[after_mine.parse_move(reply)] == max(scores.values()), (notation, reply)
+    assert browser.js("return window.plybot.analyser.tree.mainLine().length") >= 4
+    browser.driver.find_element("id", "an-playon-stop").click()
+    assert status.text == ""
+
+    open_page(browser, f"{site}/#/analyse/connect4/{LATE}")
+    Select(browser.driver.find_element("id", "an-playon-level")).select_by_value("easy")
+    browser.driver.find_element("id", "an-playon").click()
+    position = new_game("connect4", LATE)
+    browser.driver.find_element("css selector", "body").send_keys(
+        position.move_name(position.legal_moves()[0])
+    )
+    browser.wait(
+        lambda _d: (
+            len(browser.js("return window.plybot.analyser.position.notation()")) == len(LATE) + 2
+        ),
+        timeout=60,
+        message="plybot (easy) did not reply",
+    )
+    final = new_game("connect4", browser.js("return window.plybot.analyser.position.notation()"))
+    assert final.ply == len(LATE) + 2
+    assert browser.errors() == []
+
+
+def test_grading_is_honest(browser: Browser, site: str) -> None:
+    """The page's grading functions (api/static/grading.js) on random proven bounds and
+    estimates: the move named best is never proven worse than another; "proven" only when
+    its floor reaches every other ceiling; an estimate never grades a move; the headline
+    of an unproven result never reads as a result."""
+    rng = random.Random(21)
+    cases = []
+    for _ in range(300):
+        moves, bounds = {}, {}
+        for col in rng.sample(range(1, 8), rng.randint(1, 7)):
+            lo = rng.randint(-18, 18)
+            hi = rng.randint(lo, 18) if rng.random() < 0.7 else lo
+            moves[str(col)] = rng.randint(lo, hi)
+            bounds[str(col)] = [lo, hi]
+        best = max(moves, key=lambda c: moves[c]) if rng.random() < 0.5 else rng.choice(list(moves))
+        cases.append({"exact": False, "score": moves[best], "best_move": best, "pv": [best],
+                      "moves": moves, "bounds": bounds})  # fmt: skip
+    open_page(browser, f"{site}/#/play")
+    shown = browser.driver.execute_async_script(
+        """
+        const [cases, done] = arguments;
+        Promise.all([import('/grading.js'), import('/rules.js'), import('/analyser.js')]).then(
+          ([g, { GAMES }, { verdictText }]) => done(cases.map((r) => ({
+            choice: g.bestChoice(r),
+            grade: g.gradeMove(GAMES.connect4, 8, r, r.best_move).grade,
+            verdict: verdictText(GAMES.connect4, 8, r),
+            bounds: g.scoreBounds(r),
+          }))));
+        """,
+        cases,
+    )
+    for case, page in zip(cases, shown, strict=True):
+        bounds = case["bounds"]
+        chosen = page["choice"]["move"]
+        lo_c, hi_c = bounds[chosen]
+        assert all(lo <= hi_c for lo, _ in bounds.values()), (case, page)
+        others = [b for c, b in bounds.items() if c != chosen]
+        assert page["choice"]["proven"] == all(lo_c >= hi for _, hi in others), (case, page)
+        assert page["grade"] == "unknown"  # a result not exact grades nothing
+        lo, hi = page["bounds"]
+        if not (lo > 0 or hi < 0 or lo == hi == 0):
+            assert "wins with" not in page["verdict"], (case, page)
+            assert page["verdict"].startswith("Not solved"), (case, page)
+    assert browser.errors() == []
+
+
+@pytest.mark.parametrize(
+    ("width", "dark"),
+    [(1280, False), (1280, True), (390, False), (390, True)],
+    ids=["1280-light", "1280-dark", "390-light", "390-dark"],
+)
+def test_axe_finds_no_violations_in_the_review(
+    browser: Browser, site: str, axe_source: str, width: int, dark: bool
+) -> None:
+    """axe-core: zero violations in the review (accuracy table, graph, graded move list,
+    the record open), while playing on, and on a quick search's result, at 1280 and 390 px,
+    light and dark."""
+    browser.size(width, 900, mobile=width < 600)
+    browser.dark(dark)
+    open_page(browser, f"{site}/#/analyse/connect4/{REVIEWED}/review")
+    wait_review_done(browser)
+    browser.js("document.querySelector('#an-review-card details.record').open = true")
+    browser.driver.find_element("id", "an-playon").click()
+    found = axe_violations(browser, axe_source)
+    assert found == [], json.dumps(found, indent=1)
+    assert browser.js("return document.documentElement.scrollWidth") <= width
+    browser.screenshot("review")
+
+    open_page(browser, f"{site}/#/analyse/connect4/35265572")
+    Select(browser.driver.find_element("id", "an-mode")).select_by_value("time")
+    wait_analysed(browser)
+    found = axe_violations(browser, axe_source)
+    assert found == [], json.dumps(found, indent=1)
+    browser.screenshot("quick")

@@ -10,21 +10,25 @@ import { ApiError, analyseOnce, cancelAnalysis, followAnalysis, request } from "
 import { $, Alert, errorText, isPassing } from "./alert.js";
 import { Board } from "./board.js";
 import { MoveTree } from "./movetree.js";
-import { GAMES, Position, RulesError, describeScore, ordinal } from "./rules.js";
+import { GRADES, bestChoice, gradeMove, moveFacts, reviewGame, verdictOf } from "./grading.js";
+import { botMove } from "./playon.js";
+import { ImportError, gameRecord, parseImport } from "./record.js";
+import { drawAccuracy, drawGraph, plyAt } from "./review.js";
+import { GAMES, Position, RulesError, ordinal } from "./rules.js";
 
 /** Moves of the best line shown: enough to see the plan, the same length whether the
- * answer came from the cache (short line) or a solve (a line to the end of the game). */
-const PV_SHOWN = 10;
+ * answer came from the cache (whose line is its best move only: the page lengthens it,
+ * see extendLine) or a solve (a line to the end of the game). */
+export const PV_SHOWN = 10;
+
+/** Seconds the service may take for one more move of a short best line (extendLine). */
+const LINE_WAIT_S = 5;
 
 const HIDE_KEY = "plybot.hideScores";
 
 export function analyseHash(game, notation, review = false) {
   return `#/analyse/${game.name}/${notation}${review ? "/review" : ""}`;
 }
-
-/** Plain words for a score's kind, to say what a move changed. */
-const RESULT_WORD = { win: "win", draw: "draw", loss: "loss" };
-const RANK = { loss: 0, draw: 1, win: 2 };
 
 /**
  * Per-column data of a progress event, as marks for the board (see Board.update). The
@@ -56,6 +60,8 @@ export class Analyser {
     this.position = new Position(this.game);
     this.results = new Map(); // "game:mode:moves" -> the analysis result
     this.partial = new Map(); // "game:mode:moves" -> {move: mark} from per-column progress
+    this.lines = new Map(); // "game:mode:moves" -> the best line, lengthened (extendLine)
+    this.lineAnswers = new Map(); // "game:solve:moves" -> a best-move-only answer (extendLine)
     this.progress = null; // latest progress of the running search
     this.streamed = []; // depths of the progress events received for the current position
     this.running = null; // {key, id, stop, done}
@@ -63,9 +69,11 @@ export class Analyser {
     this.ticker = null; // redraws the elapsed time of a running solve
     this.startedAt = 0;
     this.failed = null; // {key, message}: the last analysis error
+    this.waiting = null; // why no search runs while the page waits to ask again, or null
     this.invalid = null; // why the position asked for (a link, a paste) is not legal
     this.stamp = 0; // bumps on each new search, so late answers of old ones are dropped
     this.review = null; // {line, index, total, controller, error}
+    this.playOn = null; // {level, botSide, controller, thinking}: playing on against plybot
     this.hideScores = localStorage.getItem(HIDE_KEY) === "1";
     $("#an-hide").checked = this.hideScores;
 
@@ -74,6 +82,30 @@ export class Analyser {
     $("#an-start").addEventListener("click", () => this.toStart());
     $("#an-copy").addEventListener("click", () => this.copyLink());
     $("#an-best").addEventListener("click", () => this.playBest());
+    $("#an-flip").addEventListener("click", () => this.flip());
+    for (const what of ["moves", "link", "record"]) {
+      $(`#an-export-${what}`).addEventListener("click", () => this.exportText(what));
+    }
+    $("#an-import-go").addEventListener("click", () => this.importGame());
+    // The same levels as the Play view's (one list, in its form).
+    $("#an-playon-level").replaceChildren(...[...$("#play-level").options].map((o) => o.cloneNode(true)));
+    $("#an-playon").addEventListener("click", () => this.startPlayOn());
+    $("#an-playon-stop").addEventListener("click", () => this.stopPlayOn());
+    const graph = $("#an-graph");
+    graph.addEventListener("click", (e) => {
+      if (this.review) this.goToPly(plyAt(graph, e.clientX, this.review.line.length + 1));
+    });
+    graph.addEventListener("keydown", (e) => {
+      if (!this.review) return;
+      const last = this.review.line.length;
+      const now = Number(graph.getAttribute("aria-valuenow") || 0);
+      const to = { ArrowLeft: now - 1, ArrowDown: now - 1, ArrowRight: now + 1, ArrowUp: now + 1, Home: 0, End: last }[e.key];
+      if (to === undefined) return;
+      e.preventDefault();
+      e.stopPropagation(); // the page's own arrow keys (undo, redo) must not act too
+      this.goToPly(Math.max(0, Math.min(last, to)));
+      graph.focus();
+    });
     $("#an-review").addEventListener("click", () => this.startReview());
     $("#an-hide").addEventListener("change", () => {
       this.hideScores = $("#an-hide").checked;
@@ -161,6 +193,8 @@ export class Analyser {
 
   newTree(game, moves, { analyse = true } = {}) {
     this.cancelReview();
+    this.playOn?.controller.abort();
+    this.playOn = null;
     this.game = game;
     this.tree = new MoveTree();
     this.tree.goToLine(moves);
@@ -201,6 +235,10 @@ export class Analyser {
   }
 
   play(move) {
+    if (this.playOn?.thinking) {
+      this.alert.show("plybot is thinking: your move comes after its reply.", { kind: "info", cause: "key" });
+      return;
+    }
     if (this.invalid) {
       this.invalid = null;
       this.alert.clear("position");
@@ -214,6 +252,53 @@ export class Analyser {
       return;
     }
     this.tree.play(move);
+    this.tree.remember();
+    this.goToCurrent();
+    this.botTurn();
+  }
+
+  // -- playing on against plybot --------------------------------------------------------
+
+  /** Play on from the position shown: the person has the side to move, plybot the other,
+   * at the level chosen (playon.js). */
+  startPlayOn() {
+    if (this.position.over || this.invalid) return;
+    this.stopPlayOn();
+    const level = $("#an-playon-level").value;
+    this.playOn = { level, botSide: 1 - this.position.sideToMove, controller: new AbortController(), thinking: false };
+    this.render();
+  }
+
+  stopPlayOn() {
+    this.playOn?.controller.abort();
+    this.playOn = null;
+    this.render();
+  }
+
+  /** plybot's reply, when playing on and it is its turn; it joins the move tree. */
+  async botTurn() {
+    const game = this.playOn;
+    if (!game || this.position.over || this.position.sideToMove !== game.botSide) return;
+    const at = this.tree.current;
+    game.thinking = true;
+    this.render();
+    let move;
+    try {
+      move = await botMove(this.game, this.position.notation(), game.level, { signal: game.controller.signal });
+    } catch (err) {
+      if (err.name === "AbortError" || this.playOn !== game) return;
+      game.thinking = false;
+      this.alert.show(`plybot could not move: ${errorText(err)}`, { cause: "playon" });
+      this.render();
+      return;
+    }
+    if (this.playOn !== game) return;
+    game.thinking = false;
+    if (this.tree.current !== at || move === null) {
+      this.render(); // the person went elsewhere meanwhile: no reply there
+      return;
+    }
+    this.tree.play(Number(move) - 1);
     this.tree.remember();
     this.goToCurrent();
   }
@@ -234,9 +319,15 @@ export class Analyser {
 
   /** The best move of the result shown (the "play best move" control and key). */
   playBest() {
-    const result = this.results.get(this.key());
-    if (!result || result.best_move === null || result.best_move === undefined || this.position.over) return;
-    this.play(Number(result.best_move) - 1);
+    const { move } = bestChoice(this.results.get(this.key()));
+    if (move === null || this.position.over) return;
+    this.play(Number(move) - 1);
+  }
+
+  /** Mirror the board (the button and F). */
+  flip() {
+    this.board.setFlipped(!this.board.flipped);
+    $("#an-flip").setAttribute("aria-pressed", String(this.board.flipped));
   }
 
   undo() {
@@ -270,12 +361,15 @@ export class Analyser {
     this.stop();
     this.progress = null;
     this.streamed = [];
+    // A new search's clock starts now, before anything is drawn: the headline must never
+    // show the previous search's time (or its "can take a minute" note).
+    this.startedAt = performance.now();
+    this.waiting = null;
     const key = this.key();
     if (this.failed && this.failed.key !== key) this.failed = null;
     this.render();
     if (this.position.over || this.results.has(key) || this.invalid) return;
     const stamp = ++this.stamp;
-    this.startedAt = performance.now();
     this.ticker = setInterval(() => this.renderHeadline(), 1000);
     // A short pause, so clicking through several moves asks only for the last position.
     this.timer = setTimeout(() => this.submit(key, stamp), 120);
@@ -303,6 +397,8 @@ export class Analyser {
   leave() {
     this.stop();
     this.cancelReview();
+    this.playOn?.controller.abort();
+    this.playOn = null;
   }
 
   async submit(key, stamp) {
@@ -310,6 +406,10 @@ export class Analyser {
     const body = { game: position.game.name, position: position.notation(), moves: "all", mode: this.mode };
     if (body.mode === "time") body.time_ms = 1000;
     const retry = (err) => {
+      // Nothing runs while the page waits to ask again: the headline says so, and the
+      // search's clock starts over once the service takes the request.
+      this.waiting = errorText(err);
+      this.renderHeadline();
       this.alert.show(errorText(err), { retryIn: err.retryAfter || 3, cause: "service" });
       this.timer = setTimeout(() => {
         if (stamp === this.stamp) this.submit(key, stamp);
@@ -326,6 +426,11 @@ export class Analyser {
         return;
       }
       this.alert.clear("service");
+      if (this.waiting !== null) {
+        this.waiting = null;
+        this.startedAt = performance.now();
+        this.renderHeadline();
+      }
       if (job.status === "done" && job.result) {
         running.done = true;
         this.finish(key, job.result);
@@ -381,6 +486,67 @@ export class Analyser {
     this.ticker = null;
     this.alert.clear("service");
     this.render();
+    this.extendLine(key, this.position.copy(), result, this.stamp);
+  }
+
+  /** The line shown for `result`: the service's, lengthened when known (extendLine), or
+   * the move named best alone when the search's line starts with another (bestChoice). */
+  shownLine(result, choice) {
+    const pv = result.pv || [];
+    if (choice.move !== null && pv[0] !== choice.move) return [choice.move];
+    return this.lines.get(this.key()) || pv;
+  }
+
+  /**
+   * A cached answer's best line is its best move alone (the book's, a few moves); a
+   * solve's runs to the end of the game (nothing to add then). So that the line has the same length everywhere, lengthen a short exact line
+   * with the best lines of the positions along it, as long as the service answers them
+   * within LINE_WAIT_S (the book and the cache answer at once; a position that would
+   * take longer is withdrawn, so no worker is kept busy for a line). Each answer is kept, so walking the line costs
+   * nothing more. Stops when the page shows another position.
+   */
+  async extendLine(key, position, result, stamp) {
+    const line = [...(result.pv || [])];
+    if (!result.exact || line.length >= PV_SHOWN || this.lines.has(key)) return;
+    const game = position.game;
+    const probe = position.copy();
+    for (const name of line) {
+      if (!probe.canPlay(Number(name) - 1)) return;
+      probe.play(Number(name) - 1);
+    }
+    while (line.length < PV_SHOWN && !probe.over) {
+      const at = this.keyFor("solve", game, probe.notation());
+      let next = this.results.get(at) || this.lineAnswers.get(at);
+      if (!next) {
+        try {
+          // Its best move only (no other move solved), answered within a short wait or
+          // withdrawn: the opening book and the shared cache answer at once.
+          const job = await request("POST", `/v1/analyses?wait=${LINE_WAIT_S}`, { game: game.name, position: probe.notation(), moves: "best", mode: "solve" });
+          if (job.status !== "done") {
+            cancelAnalysis(job.id);
+            break;
+          }
+          next = job.result;
+        } catch {
+          break; // rate limit, service down: the line stays as it is
+        }
+        if (!next) break;
+        this.lineAnswers.set(at, next);
+        this.results.set(at, next);
+      }
+      if (stamp !== this.stamp) return;
+      const more = next.exact ? next.pv || [] : [];
+      const before = line.length;
+      for (const name of more) {
+        if (line.length >= PV_SHOWN || !probe.canPlay(Number(name) - 1)) break;
+        line.push(name);
+        probe.play(Number(name) - 1);
+      }
+      if (line.length === before) break;
+    }
+    if (stamp !== this.stamp || line.length <= (result.pv || []).length) return;
+    this.lines.set(key, line);
+    this.render();
   }
 
   // -- review -------------------------------------------------------------------------
@@ -429,31 +595,111 @@ export class Analyser {
     $("#an-review-status").textContent = "";
   }
 
-  /** A reviewed move's mark for the move list, or null: did it change the result? */
-  reviewMark(node) {
-    if (!this.review || this.hideScores) return null;
+  /** The grade of the move at `node` (a move of the tree), when the position before it
+   * has an exact solve and a review is on; else null. */
+  gradeOf(node) {
+    if (!this.review || this.hideScores || !node.parent) return null;
     const before = new Position(this.game);
     for (const m of node.parent.path()) before.play(m);
     const result = this.results.get(this.keyFor("solve", this.game, before.notation()));
-    if (!result || !result.exact || !result.moves) return null;
-    const played = result.moves[String(node.move + 1)];
-    if (played === undefined) return null;
-    const was = describeScore(this.game, before.ply, result.score, true).kind;
-    const now = describeScore(this.game, before.ply, played, true).kind;
-    if (RANK[now] >= RANK[was]) return null;
-    const unit = this.game.kind === "columns" ? "column" : "cell";
-    return {
-      glyph: "??",
-      kind: "blunder",
-      title: `turned a ${RESULT_WORD[was]} into a ${RESULT_WORD[now]} (best: ${unit} ${result.best_move})`,
+    if (!result) return null;
+    const graded = gradeMove(this.game, before.ply, result, String(node.move + 1));
+    return graded.grade === "unknown" ? null : graded;
+  }
+
+  /** A reviewed move's mark for the move tree, or null (a best move, or not graded). */
+  reviewMark(node) {
+    const graded = this.gradeOf(node);
+    if (!graded || graded.grade === "best") return null;
+    const grade = GRADES[graded.grade];
+    return { glyph: grade.glyph, kind: grade.kind, title: graded.text };
+  }
+
+  /** The review of the main line as far as it is solved (grading.reviewGame). */
+  reviewData() {
+    const line = this.review.line;
+    const resultAt = (ply) => {
+      const position = new Position(this.game);
+      for (const m of line.slice(0, ply)) position.play(m);
+      return this.results.get(this.keyFor("solve", this.game, position.notation()));
     };
+    const end = new Position(this.game);
+    for (const m of line) end.play(m);
+    return reviewGame(this.game, line, resultAt, end.outcome);
+  }
+
+  /** The main line's node at `ply` (0: the root). */
+  mainNode(ply) {
+    let node = this.tree.root;
+    for (let i = 0; i < ply && node.children[0]; i++) node = node.children[0];
+    return node;
+  }
+
+  /** Go to position `ply` of the reviewed line (a graph point). */
+  goToPly(ply) {
+    this.tree.current = this.mainNode(ply);
+    this.tree.remember();
+    this.goToCurrent();
+  }
+
+  /** The review link of the main line (opens the same review anywhere). */
+  reviewLink() {
+    const moves = this.tree.mainLine().map((m) => m + 1).join("");
+    return `${location.origin}${location.pathname}${analyseHash(this.game, moves, true)}`;
+  }
+
+  recordText() {
+    const data = this.review?.done ? this.reviewData() : null;
+    return gameRecord(this.game, this.tree.mainLine(), data, this.reviewLink());
+  }
+
+  async exportText(what) {
+    const text = {
+      moves: () => this.tree.mainLine().map((m) => m + 1).join(""),
+      link: () => this.reviewLink(),
+      record: () => this.recordText(),
+    }[what]();
+    const name = { moves: "Moves", link: "Review link", record: "Record" }[what];
+    const shown = what === "record" ? "below" : text;
+    if (what === "record") $("#an-review-card details.record").open = true;
+    // Shown at once (the clipboard may refuse, or never answer without permission),
+    // then said to be copied once it is.
+    this.alert.show(`${name}: ${shown}`, { kind: "info", cause: "copy" });
+    try {
+      await navigator.clipboard.writeText(text);
+      this.alert.show(`${name} copied: ${shown}`, { kind: "info", cause: "copy" });
+    } catch {
+      // not copied: the text shown is there to select
+    }
+  }
+
+  /** Open the game pasted in the import box, and review it. */
+  importGame() {
+    const box = $("#an-import");
+    const error = $("#an-import-error");
+    let found;
+    try {
+      found = parseImport(box.value, GAMES[$("#an-game").value]);
+      Position.parse(found.game, found.notation); // the engine's words for an illegal move
+    } catch (err) {
+      if (!(err instanceof ImportError || err instanceof RulesError)) throw err;
+      error.textContent = err.message;
+      error.hidden = false;
+      box.setAttribute("aria-invalid", "true");
+      return;
+    }
+    error.hidden = true;
+    box.removeAttribute("aria-invalid");
+    location.hash = analyseHash(found.game, found.notation, true);
   }
 
   renderReview() {
     const review = this.review;
     const status = $("#an-review-status");
     const list = $("#an-review-list");
+    const card = $("#an-review-card");
     list.replaceChildren();
+    card.hidden = !review || this.hideScores;
     if (!review) {
       status.textContent = "";
       return;
@@ -465,31 +711,47 @@ export class Analyser {
     if (!review.done) {
       status.textContent = `Reviewing… ${review.index} of ${review.total} positions solved.`;
     }
+    const data = this.reviewData();
+    const noted = data.moves.filter((g) => g.grade !== "best" && g.grade !== "unknown");
     const nodes = [];
     for (let n = this.tree.root.children[0]; n; n = n.children[0]) nodes.push(n);
-    const marked = nodes.slice(0, review.index).filter((n) => this.reviewMark(n));
-    for (const node of marked) {
-      const mark = this.reviewMark(node);
+    for (const graded of noted) {
+      const node = nodes[graded.ply - 1];
+      if (!node) continue;
       const item = document.createElement("li");
+      item.className = GRADES[graded.grade].kind;
+      item.dataset.ply = graded.ply;
+      item.dataset.grade = graded.grade;
       const link = document.createElement("button");
       link.type = "button";
       link.className = "linklike";
-      const who = this.game.sides[(node.ply - 1) % 2];
-      link.textContent = `Move ${node.ply}, ${who} ${node.move + 1}`;
+      link.textContent = `Move ${graded.ply}, ${this.game.sides[graded.side]} ${graded.name}`;
       link.addEventListener("click", () => {
         this.tree.current = node.parent;
         this.goToCurrent();
       });
-      item.append(link, ` ${mark.glyph} ${mark.title}.`);
+      item.append(link, ` ${GRADES[graded.grade].glyph} ${graded.text}.`);
       list.append(item);
+    }
+    if (!this.hideScores) {
+      drawAccuracy($("#an-accuracy"), this.game, data);
+      const onLine = this.tree.current.path().every((m, i) => this.review.line[i] === m);
+      const ply = onLine ? this.tree.current.ply : 0;
+      drawGraph($("#an-graph"), this.game, data, ply, this.review.line.map((m) => String(m + 1)));
+      $("#an-record").value = this.recordText();
     }
     if (review.done) {
       const unsure = review.unsure ? ` (${review.unsure} positions could not be solved exactly in time)` : "";
+      const lost = noted.filter((g) => GRADES[g.grade].kind === "blunder").length;
+      const slow = noted.length - lost;
+      const parts = [];
+      if (lost) parts.push(`${lost} move${lost > 1 ? "s" : ""} changed the result`);
+      if (slow) parts.push(`${slow} ${slow > 1 ? "were" : "was"} slower to win or quicker to lose`);
       status.textContent = this.hideScores
         ? "Review done; scores are hidden."
-        : marked.length
-          ? `Review done: ${marked.length} move${marked.length > 1 ? "s" : ""} changed the result${unsure}.`
-          : `Review done: no move changed the result${unsure}.`;
+        : parts.length
+          ? `Review done: ${parts.join("; ")}${unsure}.`
+          : `Review done: every move was a best move${unsure}.`;
     }
   }
 
@@ -498,6 +760,12 @@ export class Analyser {
   renderHeadline() {
     const verdict = $("#an-verdict");
     if (!verdict.classList.contains("searching")) return;
+    const note = $("#an-note");
+    if (this.waiting !== null) {
+      verdict.textContent = "Not searching: waiting to ask the service again.";
+      note.hidden = true;
+      return;
+    }
     const seconds = Math.floor((performance.now() - this.startedAt) / 1000);
     const marks = this.partial.get(this.key()) || {};
     const legal = this.position.legalMoves().length;
@@ -507,12 +775,12 @@ export class Analyser {
     if (known) parts.push(`${known} of ${legal} ${this.game.kind === "columns" ? "columns" : "cells"} solved`);
     if (seconds >= 1) parts.push(`${seconds} s`);
     verdict.textContent = parts.join(" · ");
-    const note = $("#an-note");
-    if (seconds >= 5 && this.mode === "solve") {
+    const slow = seconds >= 5 && this.mode === "solve";
+    if (slow) {
       note.textContent =
         "Solving an opening exactly can take up to a minute. For an estimate now, choose Search: Quick.";
-      note.hidden = false;
     }
+    note.hidden = !slow;
   }
 
   render() {
@@ -524,19 +792,23 @@ export class Analyser {
     const hidden = this.hideScores;
     let marks = null;
     let best = [];
+    const choice = bestChoice(result);
     if (result && result.moves) {
       marks = {};
-      // A move whose proven bounds meet is exact even when the whole analysis is not.
-      const proven = result.bounds || {};
-      for (const [name, score] of Object.entries(result.moves)) {
-        const [lo, hi] = proven[name] || [];
-        marks[Number(name) - 1] = { score, exact: result.exact || (lo !== undefined && lo === hi) };
+      // What is proven of each move: its exact score (bounds that meet); else bounds that
+      // decide its outcome (a proven win or loss); else only the search's estimate.
+      const facts = moveFacts(result);
+      for (const [name, f] of Object.entries(facts)) {
+        const move = Number(name) - 1;
+        if (f.exact) marks[move] = { score: f.score, exact: true };
+        else if (f.lo > 0 || f.hi < 0) marks[move] = { lo: f.lo, hi: f.hi, final: true };
+        else marks[move] = { score: f.score, exact: false };
       }
-      // Outlined as best only when proven: exact scores, every move scored.
-      if (result.exact) {
-        const top = Math.max(...Object.values(result.moves));
-        best = Object.entries(result.moves)
-          .filter(([, s]) => s === top)
+      // Outlined as best only when proven: its floor reaches every other move's ceiling.
+      if (choice.proven) {
+        const top = facts[choice.move].lo;
+        best = Object.entries(facts)
+          .filter(([, f]) => f.exact && f.score === top)
           .map(([name]) => Number(name) - 1);
       }
     } else if (searching && this.partial.has(key)) {
@@ -568,19 +840,16 @@ export class Analyser {
     } else if (hidden) {
       verdict.textContent = "Scores are hidden.";
     } else if (result) {
-      const meaning = describeScore(game, position.ply, result.score, result.exact);
-      verdict.classList.add(meaning.kind);
-      if (meaning.kind === "win") verdict.textContent = `${mover} wins with its ${ordinal(meaning.n)} move from now.`;
-      else if (meaning.kind === "loss") verdict.textContent = `${other} wins with its ${ordinal(meaning.n)} move from now.`;
-      else if (meaning.kind === "draw") verdict.textContent = "Draw with best play.";
-      else {
-        const lean = result.score > 0 ? `${mover} looks better` : result.score < 0 ? `${other} looks better` : "looks balanced";
-        verdict.textContent = `Not solved. Estimate: ${lean} (est. ${meaning.short}).`;
-        note.textContent =
-          "An estimate is a guess from a search that stopped before the end of the game; it is not a result. Choose Search: Exact for a proven one.";
+      verdict.textContent = verdictText(game, position.ply, result);
+      const meaning = verdictOf(game, position.ply, result);
+      if (["win", "loss", "draw"].includes(meaning.kind)) verdict.classList.add(meaning.kind);
+      if (!result.exact) {
+        // The service's own words on what is and is not proven, then what an estimate is.
+        const why = result.note ? `Not exact: ${result.note}. ` : "";
+        note.textContent = `${why}An estimate is a guess from a search that stopped before the end of the game; it is not a result. Choose Search: Exact for a proven one.`;
         note.hidden = false;
       }
-      verdict.title = `score ${result.score}`;
+      verdict.title = result.exact ? `score ${result.score}` : `estimate ${result.score}`;
     } else if (this.failed) {
       verdict.textContent = "No evaluation.";
     } else {
@@ -590,7 +859,12 @@ export class Analyser {
     }
 
     const pvNode = $("#an-pv");
-    const pv = result && !hidden ? result.pv || [] : [];
+    const pv = result && !hidden ? this.shownLine(result, choice) : [];
+    let label = "Best line";
+    if (result && !result.exact && !choice.proven) {
+      label = choice.move === (result.pv || [])[0] ? "Search's line (not proven best)" : "Best so far (not proven best)";
+    }
+    $("#an-pv-label").textContent = label;
     pvNode.replaceChildren();
     if (!position.over && pv.length) {
       pv.slice(0, PV_SHOWN).forEach((move, i) => {
@@ -613,7 +887,7 @@ export class Analyser {
     $("#an-undo").disabled = position.ply === 0;
     $("#an-start").disabled = position.ply === 0;
     $("#an-redo").disabled = this.tree.current.children.length === 0;
-    $("#an-best").disabled = !result || result.best_move == null || position.over;
+    $("#an-best").disabled = !result || choice.move == null || position.over;
 
     this.tree.render($("#an-tree"), {
       name: (m) => String(m + 1),
@@ -626,7 +900,48 @@ export class Analyser {
       annotate: (node) => this.reviewMark(node),
     });
     this.renderReview();
+    this.renderPlayOn();
   }
+
+  renderPlayOn() {
+    const game = this.playOn;
+    const status = $("#an-playon-status");
+    $("#an-playon").hidden = Boolean(game);
+    $("#an-playon").disabled = this.position.over || Boolean(this.invalid);
+    $("#an-playon-stop").hidden = !game;
+    if (!game) {
+      status.textContent = "";
+      return;
+    }
+    const you = this.game.sides[1 - game.botSide];
+    const vs = `You play ${you} against plybot (${game.level}).`;
+    if (this.position.over) status.textContent = `${vs} The game is over.`;
+    else if (game.thinking) status.textContent = `${vs} plybot is thinking…`;
+    else if (this.position.sideToMove === game.botSide) status.textContent = `${vs} plybot's turn: play a move for it, or Stop.`;
+    else status.textContent = `${vs} Your move.`;
+  }
+}
+
+/**
+ * The headline for `result` at `ply`: proven outcomes as results ("Red wins with its 5th
+ * move from now."), a range when only bounds are proven, an estimate said to be one.
+ */
+export function verdictText(game, ply, result) {
+  const mover = game.sides[ply % 2];
+  const other = game.sides[1 - (ply % 2)];
+  const v = verdictOf(game, ply, result);
+  const when = v.fast === v.slow ? `its ${ordinal(v.fast)} move` : `its ${ordinal(v.fast)} to ${ordinal(v.slow)} move`;
+  const lean = () => {
+    const s = result.score;
+    const who = s > 0 ? `${mover} looks better` : s < 0 ? `${other} looks better` : "looks balanced";
+    return `Estimate: ${who} (est. ${s > 0 ? "+" : ""}${s}).`;
+  };
+  if (v.kind === "win") return `${mover} wins with ${when} from now${v.exact ? "" : " (proven; the exact count is not)"}.`;
+  if (v.kind === "loss") return `${other} wins with ${when} from now${v.exact ? "" : " (proven; the exact count is not)"}.`;
+  if (v.kind === "draw") return "Draw with best play.";
+  if (v.kind === "draw+") return `Not solved: ${mover} has at least a draw (proven). ${lean()}`;
+  if (v.kind === "draw-") return `Not solved: ${mover} cannot win (proven). ${lean()}`;
+  return `Not solved. ${lean()}`;
 }
 
 /** How the result was found, in plain words (no engine jargon, no worker names). */

@@ -196,8 +196,9 @@ export function cancelAnalysis(id) {
  * block). `signal` (an AbortSignal) cancels it, on the server too. Passing failures are
  * retried after the wait the API gives.
  */
-export async function analyseOnce(game, notation, { signal, mode = "solve" } = {}) {
+export async function analyseOnce(game, notation, { signal, mode = "solve", depth } = {}) {
   const body = { game, position: notation, moves: "all", mode };
+  if (depth !== undefined) body.depth = depth;
   for (;;) {
     if (signal?.aborted) throw new DOMException("aborted", "AbortError");
     let job;
@@ -212,18 +213,25 @@ export async function analyseOnce(game, notation, { signal, mode = "solve" } = {
     }
     if (job.status === "done" && job.result) return job.result;
     const result = await new Promise((resolve, reject) => {
-      const stop = followAnalysis(job.id, {
-        onProgress: () => {},
-        onResult: (analysis) => resolve(analysis.result),
-        onError: (err) => {
-          if (!(err instanceof ApiError && err.transient)) reject(err);
-        },
-      });
-      signal?.addEventListener("abort", () => {
+      // The abort listener lives only while the job does: aborting later (leaving a
+      // finished review) must not send a DELETE for an analysis long done.
+      const onAbort = () => {
         stop();
         cancelAnalysis(job.id);
         reject(new DOMException("aborted", "AbortError"));
+      };
+      const settle = (then) => (value) => {
+        signal?.removeEventListener("abort", onAbort);
+        then(value);
+      };
+      const stop = followAnalysis(job.id, {
+        onProgress: () => {},
+        onResult: settle((analysis) => resolve(analysis.result)),
+        onError: (err) => {
+          if (!(err instanceof ApiError && err.transient)) settle(reject)(err);
+        },
       });
+      signal?.addEventListener("abort", onAbort, { once: true });
     });
     return result;
   }

@@ -26,6 +26,7 @@ function route() {
   const { view, game, notation, review } = readRoute();
   $("#play-view").hidden = view !== "play";
   $("#analyse-view").hidden = view !== "analyse";
+  for (const keys of document.querySelectorAll(".foot [data-view]")) keys.hidden = keys.dataset.view !== view;
   for (const [tab, name] of [[$("#tab-play"), "play"], [$("#tab-analyse"), "analyse"]]) {
     if (name === view) tab.setAttribute("aria-current", "page");
     else tab.removeAttribute("aria-current");
@@ -69,6 +70,9 @@ function onKey(event) {
   } else if (event.key === "b" || (event.key === " " && !onButton)) {
     event.preventDefault();
     analyser.playBest();
+  } else if (event.key === "f") {
+    event.preventDefault();
+    analyser.flip();
   }
 }
 

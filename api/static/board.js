@@ -31,6 +31,14 @@ export class Board {
     this.onMove = onMove;
     this.game = null;
     this.shown = null; // the last position drawn, to animate the newest stone
+    this.flipped = false; // mirrored: the last column (or cell column) on the left
+    this.hovered = -1; // the move under a mouse pointer or the keyboard focus, or -1
+  }
+
+  /** Mirror the board left to right (the other player's side of a real board). */
+  setFlipped(flipped) {
+    this.flipped = flipped;
+    this.board?.classList.toggle("flipped", flipped);
   }
 
   /** Build the DOM for `game` (once per game; update() then only changes it). */
@@ -42,8 +50,13 @@ export class Board {
     const { width, height } = game;
     this.root.replaceChildren();
     const board = el("div", {
-      class: `board board-${game.kind}`,
+      class: `board board-${game.kind}${this.flipped ? " flipped" : ""}`,
       style: `--cols:${width};--rows:${height}`,
+      // Focus waits here while no move is playable (the bot thinks, the column filled
+      // was the last), instead of falling to the page's <body>.
+      tabindex: "-1",
+      role: "group",
+      "aria-label": this.name,
     });
     this.cells = [];
     this.buttons = [];
@@ -141,9 +154,21 @@ export class Board {
     this.onMove(move);
   }
 
+  /**
+   * Show where a move would land: under a mouse pointer, or at the keyboard's focus. A
+   * touch or a pen shows nothing: a tap plays at once, and a ghost left behind by it
+   * would stay on the board (nothing "leaves" a touch screen's column).
+   */
   hover(event) {
-    const target = event && event.target.closest && event.target.closest("[data-move]");
-    const move = target ? Number(target.dataset.move) : -1;
+    let target = event && event.target.closest && event.target.closest("[data-move]");
+    if (event?.pointerType && event.pointerType !== "mouse") target = null;
+    if (event?.type === "focusin" && !(target && target.matches(":focus-visible"))) target = null;
+    this.hovered = target ? Number(target.dataset.move) : -1;
+    this.drawHover();
+  }
+
+  drawHover() {
+    const move = this.hovered;
     this.board.dataset.hover = move;
     const position = this.position;
     const ghost = position && !this.disabled && move >= 0 ? position.target(move) : -1;
@@ -163,7 +188,9 @@ export class Board {
     let index = this.buttons.indexOf(document.activeElement);
     if (index < 0) return;
     event.preventDefault();
-    const step = steps[event.key];
+    // A mirrored board reverses left and right on the screen, so the keys follow it.
+    const mirrored = this.flipped && (event.key === "ArrowLeft" || event.key === "ArrowRight");
+    const step = mirrored ? -steps[event.key] : steps[event.key];
     for (index += step; index >= 0 && index < this.buttons.length; index += step) {
       if (!this.buttons[index].disabled) {
         this.buttons[index].focus();
@@ -189,8 +216,25 @@ export class Board {
     for (const button of this.buttons) button.tabIndex = button === best ? 0 : -1;
   }
 
+  /** Focus `move`'s button, or the nearest playable one (or the board, with none). */
   focusMove(move) {
-    this.buttons[move]?.focus();
+    const button = this.buttons[move];
+    if (button && !button.disabled) button.focus();
+    else this.focusNear(move);
+  }
+
+  /** Keep the keyboard's focus on the board: the playable button nearest `index`, else the
+   * board itself. */
+  focusNear(index) {
+    let best = null;
+    this.buttons.forEach((button, i) => {
+      if (!button.disabled && (best === null || Math.abs(i - index) < Math.abs(best - index))) best = i;
+    });
+    if (best === null) this.board.focus({ preventScroll: true });
+    else {
+      this.cursor = best;
+      this.buttons[best].focus({ preventScroll: true });
+    }
   }
 
   /**
@@ -207,6 +251,9 @@ export class Board {
     const { disabled = false, marks = null, best = [], pending = false, hidden = false } = options;
     const game = this.game;
     const previous = this.shown;
+    // The button with the focus may be disabled below (its column just filled): the
+    // focus then moves to the nearest playable one instead of falling to <body>.
+    const focused = this.buttons.indexOf(document.activeElement);
     this.position = position;
     this.disabled = disabled || position.over;
     this.board.classList.toggle("disabled", this.disabled);
@@ -302,7 +349,9 @@ export class Board {
       chip.title = label;
       if (game.kind === "columns") chip.setAttribute("aria-label", label);
     });
+    if (focused >= 0 && this.buttons[focused].disabled) this.focusNear(focused);
     this.rove();
+    this.drawHover();
     this.shown = position.copy();
   }
 
@@ -333,6 +382,15 @@ export function describeMark(game, ply, mark) {
   const { lo, hi } = mark;
   if (lo === undefined || hi === undefined) return null;
   if (lo === hi) return describeMark(game, ply, { score: lo, exact: true });
+  if (mark.final && (lo > 0 || hi < 0)) {
+    // A search that ended with the outcome proven but not its length: say both.
+    const a = describeScore(game, ply, lo, true).n;
+    const b = describeScore(game, ply, hi, true).n;
+    const [fast, slow] = lo > 0 ? [b, a] : [a, b];
+    const kind = lo > 0 ? "win" : "loss";
+    const range = Number.isFinite(fast) && Number.isFinite(slow) && fast > 0 ? `${fast}–${slow}` : "?";
+    return { kind, caption: `${kind} in`, short: range, text: `a ${kind} (proven) in ${range.replace("–", " to ")} moves`, bound: true };
+  }
   if (lo > 0) return { kind: "win", caption: "win", short: "…", text: "a win (its length is being solved)", bound: true };
   if (hi < 0) return { kind: "loss", caption: "loss", short: "…", text: "a loss (its length is being solved)", bound: true };
   if (lo === 0) return { kind: "draw", caption: "draw", short: "or +", text: "at least a draw (being solved)", bound: true };

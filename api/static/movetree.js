@@ -133,13 +133,9 @@ export class MoveTree {
         node = next;
       }
     };
+    // The root's first child prints the root's other children as its variations, like
+    // every node does for its siblings: they are drawn there and nowhere else.
     if (this.root.children[0]) add(line, this.root.children[0], true);
-    for (const variation of this.root.children.slice(1)) {
-      const box = document.createElement("span");
-      box.className = "variation";
-      add(box, variation, true);
-      line.append(box);
-    }
     if (!this.root.children.length) line.textContent = "—";
     container.append(line);
   }

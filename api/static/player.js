@@ -32,10 +32,20 @@ export class Player {
     });
     $("#play-resign").addEventListener("click", () => this.resign());
     $("#play-takeback").addEventListener("click", () => this.takeBack());
+    $("#play-rematch").addEventListener("click", () => this.rematch());
+    $("#play-flip").addEventListener("click", () => {
+      this.board.setFlipped(!this.board.flipped);
+      $("#play-flip").setAttribute("aria-pressed", String(this.board.flipped));
+    });
     $("#play-game").addEventListener("change", () => {
       if (!this.session || !this.ongoing) {
+        // The finished game goes with its board: its result (and its review link) must not
+        // stay over an empty board of another game.
+        this.session = null;
+        this.status = this.describe();
         this.game = GAMES[$("#play-game").value];
         this.position = new Position(this.game);
+        this.alert.clear();
         this.render();
       }
     });
@@ -112,6 +122,16 @@ export class Player {
 
   get myTurn() {
     return this.ongoing && !this.busy && this.session.turn === "human";
+  }
+
+  /** A new game like the one that just ended, sides swapped (the form says so too). */
+  async rematch() {
+    if (!this.session || this.ongoing || this.busy) return;
+    const first = this.session.first === "human" ? "bot" : "human";
+    $("#play-game").value = this.session.game;
+    if (this.session.level) $("#play-level").value = this.session.level;
+    $(`#play-form input[name=first][value=${first}]`).checked = true;
+    await this.start();
   }
 
   async start() {
@@ -331,6 +351,8 @@ export class Player {
     $("#play-takeback").disabled = this.busy;
     const takebacks = this.session?.takebacks || 0;
     $("#play-takeback").title = takebacks ? `Taken back so far: ${takebacks}` : "";
+    $("#play-rematch").hidden = !over;
+    $("#play-rematch").disabled = this.busy;
     $("#play-resign").hidden = !this.ongoing;
     $("#play-resign").disabled = this.busy;
     $("#play-new").textContent = this.ongoing ? "Restart" : "New game";
@@ -380,7 +402,13 @@ function side(game, who) {
 /** What the bot did, in plain words. */
 function botInfo(bot, game) {
   const parts = [`plybot played ${game.unit} ${bot.move}`];
-  if (bot.time_ms !== undefined) parts.push(`after ${Math.round(bot.time_ms)} ms of thought`);
+  if (bot.time_ms !== undefined) parts.push(thought(bot.time_ms));
   if (bot.cache === "hit") parts.push("(it knew this position already)");
   return parts.join(" ");
+}
+
+/** How long the bot thought, in words: "at once" below a millisecond (never "0 ms"). */
+export function thought(ms) {
+  if (!(ms >= 1)) return "at once";
+  return ms >= 1000 ? `after ${(ms / 1000).toFixed(1)} s of thought` : `after ${Math.round(ms)} ms of thought`;
 }

@@ -250,13 +250,13 @@ class PlybotWorker(SimpleWorker):
         """Tell the waiters how it ended (RQ has recorded it), and make way if memory is short."""
         if context is not None and context.pending:
             context.flush(final=True)
+        if self.cache is not None:
+            self.cache.flush_stats()  # counted before the end is told: a reader sees them
         status = job.get_status(refresh=True)
         if status in (JobStatus.FINISHED, JobStatus.FAILED, JobStatus.STOPPED):
             state = self.store.state(job.id, with_progress=False)
             if state is not None:
                 self.store.announce(state)
-        if self.cache is not None:
-            self.cache.flush_stats()
         if self.settings.solver_fresh_table:
             jobs.clear_tables()
         self._check_memory()

@@ -148,38 +148,48 @@ class JobStore:
             joined = self._join(dedupe, job_id, hold)
             if joined is not None:
                 return joined
-        self._record(job_id, kind, request, hold, dedupe=dedupe)
         settings = self.settings
-        self.queue(kind.queue).enqueue_call(
-            func=kind.function,
-            args=[request.model_dump(mode="json")],
-            job_id=job_id,
-            timeout=kind.timeout(settings),
-            result_ttl=settings.result_ttl_s,
-            failure_ttl=settings.result_ttl_s,
-            ttl=math.ceil(settings.interactive_ttl_s) if kind.name == "move" else None,
-            description=_description(request),
-            retry=retry_policy(settings),
-        )
+        with self.redis.pipeline() as pipe:  # plybot's record and RQ's job, in one round trip
+            pipe.multi()
+            self._record(pipe, job_id, kind, request, hold, dedupe=dedupe)
+            self.queue(kind.queue).enqueue_call(
+                func=kind.function,
+                args=[request.model_dump(mode="json")],
+                job_id=job_id,
+                timeout=kind.timeout(settings),
+                result_ttl=settings.result_ttl_s,
+                failure_ttl=settings.result_ttl_s,
+                ttl=math.ceil(settings.interactive_ttl_s) if kind.name == "move" else None,
+                description=_description(request),
+                retry=retry_policy(settings),
+                pipeline=pipe,
+            )
+            pipe.execute()
         return Submitted(id=job_id, status="queued", new=True)
 
+    @staticmethod
     def _record(
-        self, job_id: str, kind: JobKind, request: JobRequest, hold: int, *, dedupe: str = ""
+        pipe: redis.client.Pipeline,
+        job_id: str,
+        kind: JobKind,
+        request: JobRequest,
+        hold: int,
+        *,
+        dedupe: str = "",
     ) -> None:
-        with self.redis.pipeline(transaction=False) as pipe:
-            pipe.hset(
-                keys.job(job_id),
-                mapping={
-                    "kind": kind.name,
-                    "request": request.model_dump_json(),
-                    "requesters": 1,
-                    "dedupe": dedupe,
-                    "enqueued_at": repr(time.time()),
-                },
-            )
-            pipe.expire(keys.job(job_id), hold)
-            pipe.hincrby(keys.STATS, "submitted", 1)
-            pipe.execute()
+        """Write plybot's record of a job (in ``pipe``)."""
+        pipe.hset(
+            keys.job(job_id),
+            mapping={
+                "kind": kind.name,
+                "request": request.model_dump_json(),
+                "requesters": 1,
+                "dedupe": dedupe,
+                "enqueued_at": repr(time.time()),
+            },
+        )
+        pipe.expire(keys.job(job_id), hold)
+        pipe.hincrby(keys.STATS, "submitted", 1)
 
     def _join(self, dedupe: str, job_id: str, hold: int) -> Submitted | None:
         """The identical job in flight, one more requester counted; else ``None`` (and the
@@ -208,7 +218,9 @@ class JobStore:
         """
         kind = kind_of(request)
         job_id = uuid.uuid4().hex
-        self._record(job_id, kind, request, self._hold_s(kind))
+        with self.redis.pipeline(transaction=False) as pipe:
+            self._record(pipe, job_id, kind, request, self._hold_s(kind))
+            pipe.execute()
         self.queue(kind.queue, is_async=False).enqueue_call(
             func=kind.answered_function,
             args=[request.model_dump(mode="json"), result.model_dump(mode="json")],
@@ -255,13 +267,13 @@ class JobStore:
             self.announce(state)
         return "stopping" if status == JobStatus.STARTED else "canceled"
 
-    def canceled(self, job_id: str) -> bool:
-        """True if the job was canceled: RQ says so, or plybot's record does (a cancel that
-        came as RQ's loop took the job, which then marked it started)."""
-        if self.redis.hexists(keys.job(job_id), "reason"):
+    def canceled(self, job: Job, *, refresh: bool = True) -> bool:
+        """True if ``job`` was canceled: RQ says so (its status read afresh, or as ``job``
+        holds it with ``refresh=False``), or plybot's record does (a cancel that came as RQ's
+        loop took the job, which then marked it started)."""
+        if self.redis.hexists(keys.job(job.id), "reason"):
             return True
-        job = Job(job_id, connection=self.redis, serializer=JSONSerializer)
-        return job.get_status(refresh=True) == JobStatus.CANCELED
+        return job.get_status(refresh=refresh) == JobStatus.CANCELED
 
     def lost(self, job_id: str) -> bool:
         """True if RQ says the job waits in its queue but it is not there: taken by a worker

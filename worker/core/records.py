@@ -49,6 +49,7 @@ __all__ = [
     "job_state",
     "one_line",
     "runs",
+    "state_of",
     "timestamp",
 ]
 
@@ -95,7 +96,7 @@ def job_state(
     """What is known of job ``job_id`` now, or ``None`` if neither RQ nor plybot knows it
     (or it is not a plybot job: its function is none of :data:`~worker.core.kinds.KINDS`).
 
-    Round trips: RQ's record, its latest result when finished, and one for plybot's own
+    Round trips: RQ's record, its latest result when it ended, and one for plybot's own
     record and the latest progress event.
     """
     job = fetch(connection, job_id)
@@ -105,29 +106,44 @@ def job_state(
             pipe.lindex(keys.progress(job_id), -1)
         replies = pipe.execute()
     ours = {as_str(k): as_str(v) for k, v in replies[0].items()}
-    latest = (
-        Event.model_validate_json(replies[1]).progress if with_progress and replies[1] else None
-    )
+    latest = progress_of(replies[1]) if with_progress and replies[1] else None
     if job is None:
         return _gone(job_id, ours, settings)
+    return state_of(job, settings, ours=ours, progress=latest)
+
+
+def state_of(
+    job: Job,
+    settings: Settings,
+    *,
+    ours: Mapping[str, str] | None = None,
+    progress: Progress | None = None,
+    result: Any = None,
+) -> JobState | None:
+    """The state of an RQ job as it stands in ``job`` (no round trip, but for a finished
+    job's result when ``result`` is not given, and a failure's reason when its meta has
+    none); ``ours``: plybot's record of it. ``None`` if it is not a plybot job."""
     kind = kind_of_function(job.func_name or "") if _readable(job) else None
     if kind is None:
         return None
+    ours = ours or {}
     status = job.get_status(refresh=False)
     status_value = status.value if status is not None else JobStatus.QUEUED.value
     state = _STATUS.get(status_value, "queued")
-    result = error = None
+    error = None
     if state == "done":
-        value = job.return_value()
+        value = result if result is not None else job.return_value()
         result = kind.result.model_validate(value) if value is not None else None
-    elif state == "failed":
-        error = _error(job, status_value, ours)
+    else:
+        result = None
+        if state == "failed":
+            error = _error(job, status_value, ours)
     return JobState.model_construct(
-        id=job_id,
+        id=job.id,
         kind=kind.name,
         status=state,
         request=_request(kind, job.args[0] if job.args else ours.get("request")),
-        progress=latest,
+        progress=progress,
         result=result,
         error=error,
         worker=job.worker_name or None,

@@ -108,6 +108,8 @@ class JobContext:
     last_flush: float = field(default_factory=time.monotonic)
     #: True while the job function runs: only then may the worker interrupt it.
     in_function: bool = False
+    #: What the job function returned (JSON), for the worker to tell the waiters.
+    result: dict[str, Any] | None = None
 
     def flush(self, *, final: bool = False) -> None:
         """Publish the buffered progress events.
@@ -238,7 +240,10 @@ def _job_function(
                         context.in_function = False
             except JobPreempted:
                 return Retry(max=MAX_PREEMPTIONS, enqueue_at_front=True)
-            return result.model_dump(mode="json")
+            dumped = result.model_dump(mode="json")
+            if context is not None:
+                context.result = dumped
+            return dumped
 
         return run
 

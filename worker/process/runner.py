@@ -75,7 +75,7 @@ from rq.worker import SimpleWorker
 from worker.core import keys
 from worker.core.jobstore import JobStore
 from worker.core.kinds import INTERACTIVE, QUEUES, kind_of_function
-from worker.core.records import META_ERROR, runs, timestamp
+from worker.core.records import META_ERROR, runs, state_of, timestamp
 from worker.core.settings import Settings, get_settings
 from worker.process import jobs
 from worker.process.backoff import is_transient, patient
@@ -163,6 +163,10 @@ class PlybotWorker(SimpleWorker):
         self.recycle = False
         self._running: _Running | None = None
         self._interrupt: BaseException | None = None
+        #: When the running job's lease was last renewed (from before the renewal was sent).
+        self._renewed_at = time.monotonic()
+        #: This run lost its job (see :meth:`_lost`): its end is told by the one that has it.
+        self._lost_run = False
         self._housekeeping_stop = threading.Event()
         #: Since when Redis has taken this worker's calls without a failure (housekeeping).
         self._healthy_since = time.monotonic()
@@ -216,7 +220,9 @@ class PlybotWorker(SimpleWorker):
         if is_suspended(self.connection, self):
             queue.enqueue_job(job, at_front=True)
             return
-        if self.store.canceled(job.id):  # canceled as RQ's loop took it: it never runs
+        # Canceled as RQ's loop took it (RQ's status as it fetched the job, microseconds ago,
+        # or plybot's record): it never runs.
+        if self.store.canceled(job, refresh=False):
             return
         super().execute_job(job, queue)
 
@@ -235,9 +241,13 @@ class PlybotWorker(SimpleWorker):
             job_id=job.id,
             enqueued_at=timestamp(job.enqueued_at),
             last_flush=time.monotonic(),
-            first_run=not (job.retries_left is not None and job.number_of_retries),
+            # RQ counts a retry after a worker's death down from ``job_max_attempts - 1``
+            first_run=job.retries_left is None
+            or job.retries_left >= self.settings.job_max_attempts - 1,
         )
         self._interrupt = None
+        self._lost_run = False
+        self._renewed_at = time.monotonic()  # RQ sets the lease as it prepares the job
         self._running = _Running(job, execution, kind is not None and kind.preemptible)
         try:
             return bool(super().perform_job(job, queue, execution))
@@ -247,14 +257,25 @@ class PlybotWorker(SimpleWorker):
             self._after(job, context)
 
     def _after(self, job: Job, context: jobs.JobContext | None) -> None:
-        """Tell the waiters how it ended (RQ has recorded it), and make way if memory is short."""
+        """Tell the waiters how it ended (RQ has recorded it, and ``job`` holds what it
+        recorded: no round trip to read it back), and make way if memory is short."""
         if context is not None and context.pending:
             context.flush(final=True)
         if self.cache is not None:
             self.cache.flush_stats()  # counted before the end is told: a reader sees them
-        status = job.get_status(refresh=True)
-        if status in (JobStatus.FINISHED, JobStatus.FAILED, JobStatus.STOPPED):
-            state = self.store.state(job.id, with_progress=False)
+        status = job.get_status(refresh=False)
+        if not self._lost_run and status in (
+            JobStatus.FINISHED,
+            JobStatus.FAILED,
+            JobStatus.STOPPED,
+        ):
+            state = state_of(
+                job,
+                self.settings,
+                result=context.result
+                if context is not None and status == JobStatus.FINISHED
+                else None,
+            )
             if state is not None:
                 self.store.announce(state)
         if self.settings.solver_fresh_table:
@@ -286,12 +307,24 @@ class PlybotWorker(SimpleWorker):
         """True if this run no longer owns ``job`` (then only its execution ends here):
         it was canceled while it ran (RQ recorded it canceled: it stays so), or it was
         given to another run while this worker hung (its lease lapsed: that run answers).
-        So a job ends once, with one answer."""
+        So a job ends once, with one answer.
+
+        Looked up in Redis only when it may be so: a cancel was seen, or the lease was not
+        renewed within its length (a lease renewed since can have been taken by nobody).
+        """
+        lapsed = time.monotonic() - self._renewed_at >= self.settings.worker_lease_s
+        if not lapsed and not isinstance(self._interrupt, jobs.JobCanceled):
+            return False
         current = self.store.job(job.id)
         status = current.get_status(refresh=False) if current is not None else None
-        ours = current is not None and current.worker_name == self.name
-        if status == JobStatus.STARTED and ours and not self.store.canceled(job.id):
+        if (
+            current is not None
+            and status == JobStatus.STARTED
+            and current.worker_name == self.name
+            and not self.store.canceled(current, refresh=False)
+        ):
             return False
+        self._lost_run = True
         log.info(
             "job %s is no longer this run's (%s): its end is not recorded here", job.id, status
         )
@@ -402,7 +435,10 @@ class PlybotWorker(SimpleWorker):
             # Its registration lapsed while it hung (SIGSTOP), and RQ dropped it: born again.
             self.register_birth()
         if running is not None:
+            beat_at = time.monotonic()
             self.maintain_heartbeats(running.job, running.execution)
+            if self._running is running:
+                self._renewed_at = beat_at
         else:
             self.heartbeat(int(lease * 3) + 1)
         info = {
@@ -421,7 +457,7 @@ class PlybotWorker(SimpleWorker):
         if self._interrupt is not None:
             return
         job = running.job
-        if self.store.canceled(job.id):
+        if self.store.canceled(job):
             self._stop_job(jobs.JobCanceled("canceled"))
             return
         if not running.preemptible or INTERACTIVE not in self.queue_names():

@@ -220,9 +220,9 @@ class PlybotWorker(SimpleWorker):
         if is_suspended(self.connection, self):
             queue.enqueue_job(job, at_front=True)
             return
-        # Canceled as RQ's loop took it (RQ's status as it fetched the job, microseconds ago,
-        # or plybot's record): it never runs.
-        if self.store.canceled(job, refresh=False):
+        # Canceled as RQ's loop took it (RQ's status as it fetched the job, microseconds ago;
+        # a cancel after that is seen by the watch, through plybot's record): it never runs.
+        if job.get_status(refresh=False) == JobStatus.CANCELED:
             return
         super().execute_job(job, queue)
 

@@ -25,7 +25,7 @@ from redis.asyncio import Redis
 from api.settings import ApiSettings
 from worker.core import keys
 from worker.core.jobstore import queue_key
-from worker.core.kinds import KINDS
+from worker.core.kinds import ANALYSIS
 
 #: Redis connections kept for short commands beside the held ones (streams, long
 #: polls, callback waits): any number of requests share them, each for a round trip.
@@ -165,7 +165,7 @@ class QueuedWork:
         """Admit one analysis of ``client``, or raise 503 (the queue is full) or 429 (the
         client has its share queued). Yields a callable to record the job's id; the
         place is given back if none is recorded."""
-        waiting = int(await self.redis.llen(queue_key(KINDS["analysis"].queue)))
+        waiting = int(await self.redis.llen(queue_key(ANALYSIS.queue)))
         if waiting >= self.total:
             raise HTTPException(
                 503,

@@ -27,6 +27,7 @@ from api.errors import unprocessable
 from api.schemas import AnalysisAccepted, AnalysisCanceled, AnalysisCreate, AnalysisView
 from worker.core.client import JobClient, UnknownJob
 from worker.core.contract import Event, JobState
+from worker.core.kinds import ANALYSIS
 
 router = APIRouter(
     prefix="/v1/analyses", tags=["analyses"], dependencies=[RateLimited], route_class=JsonBodyRoute
@@ -43,7 +44,7 @@ _NOT_FOUND: dict[int | str, dict[str, Any]] = {
 async def _analysis(client: JobClient, analysis_id: str) -> JobState:
     """The analysis's state; 404 for an unknown id (or a job that is not an analysis)."""
     state = await client.status(analysis_id)
-    if state.kind != "analysis":  # a bot move's job is not for outsiders to read
+    if state.kind != ANALYSIS.name:  # a bot move's job is not for outsiders to read
         raise UnknownJob(analysis_id)
     return state
 
@@ -149,7 +150,7 @@ async def get_analysis(
             state = await client.wait(analysis_id, timeout=wait)
     else:
         state = await client.status(analysis_id)
-    if state.kind != "analysis":
+    if state.kind != ANALYSIS.name:
         raise UnknownJob(analysis_id)
     return AnalysisView.of(state)
 

@@ -44,7 +44,7 @@ from worker.core.contract import (
     Progress,
 )
 from worker.core.keys import as_str
-from worker.core.kinds import KINDS, JobKind, kind_of
+from worker.core.kinds import ANALYSIS, JobKind, kind_of
 from worker.core.records import fetch, final_event, job_state
 from worker.core.settings import Settings, get_settings
 
@@ -159,7 +159,7 @@ class JobStore:
                 timeout=kind.timeout(settings),
                 result_ttl=settings.result_ttl_s,
                 failure_ttl=settings.result_ttl_s,
-                ttl=math.ceil(settings.interactive_ttl_s) if kind.name == "move" else None,
+                ttl=math.ceil(ttl) if (ttl := kind.ttl(settings)) is not None else None,
                 description=_description(request),
                 retry=retry_policy(settings),
                 pipeline=pipe,
@@ -320,7 +320,7 @@ class JobStore:
             )
             for i, p in enumerate(steps)
         ]
-        hold = self._hold_s(KINDS["analysis"])
+        hold = self._hold_s(ANALYSIS)
         with (client or self.redis).pipeline(transaction=False) as pipe:
             pipe.rpush(keys.progress(job_id), *payloads)
             pipe.ltrim(keys.progress(job_id), -self.settings.progress_history, -1)

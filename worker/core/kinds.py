@@ -31,7 +31,17 @@ from worker.core.contract import (
 )
 from worker.core.settings import Settings
 
-__all__ = ["INTERACTIVE", "KINDS", "QUEUES", "JobKind", "kind_of", "kind_of_function"]
+__all__ = [
+    "ANALYSIS",
+    "BOOK",
+    "INTERACTIVE",
+    "KINDS",
+    "MOVE",
+    "QUEUES",
+    "JobKind",
+    "kind_of",
+    "kind_of_function",
+]
 
 
 @dataclass(frozen=True)
@@ -56,6 +66,9 @@ class JobKind:
     preemptible: bool = False
     #: The job stops its work as soon as a job of another kind waits (its caller resends).
     gives_way: bool = False
+    #: The ``Settings`` field holding how long a job of this kind may wait for a worker before
+    #: RQ drops it (its ``ttl``), and its requester is told; ``""``: as long as it takes.
+    ttl_setting: str = ""
     #: The function of a job of this kind answered at submission (from the shared cache),
     #: run by RQ in the submitting process (``is_async=False``); ``""``: never answered so.
     answered_function: str = ""
@@ -63,6 +76,10 @@ class JobKind:
     def timeout(self, settings: Settings) -> int:
         """Its timeout under ``settings``, in seconds."""
         return int(getattr(settings, self.timeout_setting))
+
+    def ttl(self, settings: Settings) -> float | None:
+        """How long it may wait for a worker under ``settings``, in seconds (``None``: no limit)."""
+        return float(getattr(settings, self.ttl_setting)) if self.ttl_setting else None
 
 
 #: Every kind, in the order every worker serves their queues: a bot move first, a book chunk
@@ -77,6 +94,7 @@ KINDS: dict[str, JobKind] = {
             queue="interactive",
             function="worker.process.jobs.move_job",
             timeout_setting="interactive_timeout_s",
+            ttl_setting="interactive_ttl_s",
         ),
         JobKind(
             name="analysis",
@@ -106,8 +124,10 @@ assert set(KINDS) == set(get_args(KindName)), "contract.KindName and KINDS disag
 #: The queues, in the order every worker serves them.
 QUEUES: tuple[str, ...] = tuple(kind.queue for kind in KINDS.values())
 
+#: Each kind, by name, for code that means one of them.
+MOVE, ANALYSIS, BOOK = KINDS["move"], KINDS["analysis"], KINDS["book"]
 #: The queue of bot moves: the one a busy worker watches for a move to preempt for.
-INTERACTIVE: str = KINDS["move"].queue
+INTERACTIVE: str = MOVE.queue
 
 _BY_REQUEST = {kind.request: kind for kind in KINDS.values()}
 _BY_FUNCTION = {

@@ -56,6 +56,9 @@ __all__ = [
 #: Job meta (RQ's extension point) the worker writes: why a run failed, in one line.
 META_ERROR = "error"
 
+#: What a job of each kind is, in a sentence to its requester.
+_NOUN = {"move": "bot move", "analysis": "analysis", "book": "book chunk"}
+
 _STATUS: dict[str, ContractStatus] = {
     JobStatus.QUEUED.value: "queued",
     JobStatus.DEFERRED.value: "queued",
@@ -212,9 +215,12 @@ def _gone(job_id: str, ours: Mapping[str, str], settings: Settings) -> JobState 
         return None
     kind = KINDS[ours["kind"]]
     enqueued = _number(ours.get("enqueued_at"))
-    ttl = settings.interactive_ttl_s
-    if kind.name == "move" and enqueued is not None and time.time() - enqueued >= ttl:
-        error = f"dropped: no worker started this bot move within {ttl:g} s; are workers running?"
+    ttl = kind.ttl(settings)
+    if ttl is not None and enqueued is not None and time.time() - enqueued >= ttl:
+        error = (
+            f"dropped: no worker started this {_NOUN[kind.name]} within {ttl:g} s; "
+            "are workers running?"
+        )
     else:
         error = "removed from its queue by an operator (rq empty, or the job deleted)"
     return JobState.model_construct(

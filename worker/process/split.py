@@ -37,7 +37,7 @@ from engine.connect4 import Connect4
 from engine.solver import Solver
 from worker.core import keys
 from worker.core.contract import AnalysisRequest, AnalysisResult, Progress
-from worker.core.kinds import KINDS
+from worker.core.kinds import ANALYSIS
 from worker.process.jobs import JobContext
 
 __all__ = ["SPLIT_BEFORE_PLY", "split_analysis"]
@@ -66,7 +66,7 @@ class _Column:
 def idle_workers(context: JobContext) -> int:
     """Workers serving analyses that run no job now (this one excluded: it runs the parent)."""
     conn = context.store.redis
-    queue = KINDS["analysis"].queue
+    queue = ANALYSIS.queue
     serving = Worker.count(connection=conn, queue=context.store.queue(queue))
     running = StartedJobRegistry(queue, connection=conn).count
     return max(0, serving - running)

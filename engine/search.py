@@ -676,14 +676,17 @@ def _unsearched(game: Game, state: _Search, order: list[int], seconds: float) ->
 def _answered(
     best_move: int, score: int, moves: dict[int, int] | None, state: _Search
 ) -> SearchResult:
-    """A complete answer from exact records (:func:`engine.known.exact_answer`), no search."""
+    """A complete answer from exact records (:func:`engine.known.exact_answer`), no search.
+
+    Its depth is the moves left to the end: an exact value holds that deep, as a solve's does.
+    """
     return SearchResult(
         best_move=best_move,
         score=score,
         decided=True,
         pv=[best_move],
         moves=moves,
-        depth=0,
+        depth=state.game.max_stones - state.game.ply,
         nodes=0,
         seconds=time.monotonic() - state.start,
         table_hits=0,

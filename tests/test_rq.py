@@ -23,7 +23,6 @@ from rq.registry import CanceledJobRegistry, FailedJobRegistry, FinishedJobRegis
 from rq.serializers import JSONSerializer
 from rq.suspension import resume, suspend
 
-from tests.fixtures.positions import SLOW
 from tests.fixtures.rq_callbacks import SUCCESSES
 from tests.fixtures.waiting import wait_for
 from worker.core.contract import AnalysisRequest, JobState, MoveRequest
@@ -34,8 +33,9 @@ from worker.process.processes import WorkerPool, stop_process
 pytestmark = [pytest.mark.redis, pytest.mark.service, pytest.mark.slow]
 
 RQ = os.path.join(os.path.dirname(sys.executable), "rq")
-#: An exact solve of seconds, past the opening book: running whenever a test looks.
-LONG = next(iter(SLOW))
+#: A search that runs until its job's timeout (the generic search, 30 plies deep): running
+#: whenever a test looks, whatever the machine's speed or the cache holds.
+ENDLESS = {"game": "connect4", "position": "44", "mode": "depth", "depth": 30}
 
 
 def analysis_queue(conn: redis.Redis) -> Queue:
@@ -117,7 +117,7 @@ def test_job_cancel_on_a_running_analysis_stops_it_and_it_stays_canceled(
     clean_redis: redis.Redis, worker_pool: Callable[..., WorkerPool], store: JobStore
 ) -> None:
     pool = worker_pool(1)
-    job_id = store.submit(AnalysisRequest(position=LONG, mode="solve")).id
+    job_id = store.submit(AnalysisRequest(**ENDLESS)).id
     wait_for(lambda: _running(store, job_id), "running")
     fetch(clean_redis, job_id).cancel()  # RQ's own API, as an operator would
     wait_for(lambda: all(not w.get("job") for w in pool.workers().values()), "worker free")
@@ -223,7 +223,7 @@ def test_rq_info_sees_the_workers_and_the_job_they_run(
     clean_redis: redis.Redis, worker_pool: Callable[..., WorkerPool], store: JobStore
 ) -> None:
     pool = worker_pool(2)
-    job_id = store.submit(AnalysisRequest(position=LONG, mode="solve")).id
+    job_id = store.submit(AnalysisRequest(**ENDLESS)).id
     wait_for(lambda: _running(store, job_id), "running")
     names = set(pool.workers())
     assert {w.name for w in Worker.all(connection=clean_redis)} == names
@@ -364,7 +364,7 @@ def test_stop_job_command_on_a_running_analysis_stops_it_and_http_sees_it(
     clean_redis: redis.Redis, api_service: Any
 ) -> None:
     with api_service.client() as http:
-        posted = http.post("/v1/analyses", json={"position": LONG, "mode": "solve"})
+        posted = http.post("/v1/analyses", json=ENDLESS)
         assert posted.status_code == 202, posted.text
         job_id = posted.json()["id"]
         wait_for(lambda: status(clean_redis, job_id) == JobStatus.STARTED, "running")

@@ -80,7 +80,11 @@ def test_workers_build_a_book_through_a_killed_builder_and_worker(
         cut_short.write(plan[0].notations[0] + " -")
 
     # 3. The builder, run again, takes what was solved meanwhile and joins the jobs in flight.
-    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    try:
+        again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+    except subprocess.TimeoutExpired as stuck:  # say where it stood, not just that it hung
+        tail = (stuck.stderr or b"")[-2000:]
+        pytest.fail(f"the builder did not finish: {tail!r}")
     assert again.returncode == 0, again.stderr
     assert again.stdout.startswith("16,465 positions, complete to ply 8, in ")
     assert "8,556/8,556 positions (100.0%)" in again.stderr

@@ -267,13 +267,18 @@ class JobStore:
             self.announce(state)
         return "stopping" if status == JobStatus.STARTED else "canceled"
 
-    def canceled(self, job: Job, *, refresh: bool = True) -> bool:
-        """True if ``job`` was canceled: RQ says so (its status read afresh, or as ``job``
-        holds it with ``refresh=False``), or plybot's record does (a cancel that came as RQ's
-        loop took the job, which then marked it started)."""
-        if self.redis.hexists(keys.job(job.id), "reason"):
+    def canceled(self, job_id: str) -> bool:
+        """True if the job was canceled: RQ says so, or plybot's record does (a cancel that
+        came as RQ's loop took the job, which then marked it started).
+
+        Reads RQ's status into a Job object of its own: never into one another thread
+        holds (RQ's worker writes its job object back whole as the job ends, status
+        included, so a status read into it at the wrong moment would be written back).
+        """
+        if self.redis.hexists(keys.job(job_id), "reason"):
             return True
-        return job.get_status(refresh=refresh) == JobStatus.CANCELED
+        job = Job(job_id, connection=self.redis, serializer=JSONSerializer)
+        return job.get_status(refresh=True) == JobStatus.CANCELED
 
     def lost(self, job_id: str) -> bool:
         """True if RQ says the job waits in its queue but it is not there: taken by a worker

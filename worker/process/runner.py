@@ -321,7 +321,7 @@ class PlybotWorker(SimpleWorker):
             current is not None
             and status == JobStatus.STARTED
             and current.worker_name == self.name
-            and not self.store.canceled(current, refresh=False)
+            and not self.store.canceled(job.id)
         ):
             return False
         self._lost_run = True
@@ -457,7 +457,7 @@ class PlybotWorker(SimpleWorker):
         if self._interrupt is not None:
             return
         job = running.job
-        if self.store.canceled(job):
+        if self.store.canceled(job.id):
             self._stop_job(jobs.JobCanceled("canceled"))
             return
         if not running.preemptible or INTERACTIVE not in self.queue_names():

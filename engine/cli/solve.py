@@ -62,7 +62,7 @@ def main(argv: list[str]) -> int:
         ]
 
     from engine.solver import Solver
-    from engine.solver.root import FULL
+    from engine.solver._core import FULL
 
     solver = Solver(width, height, table_bytes=args.table_mb << 20)
     notations = [notation for _, notation in numbered]

@@ -1,0 +1,28 @@
+/* Known exact scores: see known.h. */
+#include "known.h"
+
+/* Stones of the position whose key is `key`: in each column, the key's top
+ * set bit sits just above the column's top stone. */
+static int stones_of(const Geometry *g, bitboard key) {
+    int n = 0;
+    for (int c = 0; c < g->width; c++) {
+        const bitboard column = (key >> (c * g->h1)) & g->column_bits;
+        n += bit_length(column) - 1;
+    }
+    return n;
+}
+
+void known_init(Known *k, const Geometry *g, const uint64_t *keys, const int8_t *scores,
+                const int8_t *best, size_t count) {
+    k->keys = keys;
+    k->scores = scores;
+    k->best = best;
+    k->count = count;
+    k->min_ply = g->cells;
+    k->max_ply = -1;
+    for (size_t i = 0; i < count; i++) {
+        const int n = stones_of(g, keys[i]);
+        if (n < k->min_ply) k->min_ply = n;
+        if (n > k->max_ply) k->max_ply = n;
+    }
+}

@@ -1,0 +1,452 @@
+/* engine.solver._core: the compiled solver's Python face (one Core per board size).
+ *
+ * A Core owns a board size's geometry and transposition table, and may hold a
+ * view of known exact scores (the opening book's arrays, kept alive here).
+ * Every search releases the GIL; one search at a time per Core (the caller's
+ * contract: engine.solver.Solver is not thread-safe), but interrupt() and the
+ * deadline may be set from any thread while one runs.
+ *
+ * Positions cross as (current, mask, ply) integers of position.h's layout,
+ * the same numbers as engine.connect4.Connect4's bitboards. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "known.h"
+#include "root.h"
+
+typedef struct {
+    PyObject_HEAD
+    Geometry g;
+    Table t;
+    Known known;
+    int has_known;
+    Py_buffer known_keys, known_scores, known_best;
+    volatile double deadline; /* read by a running search: interrupt() moves it to -inf */
+} Core;
+
+static int Core_init(Core *self, PyObject *args, PyObject *kwargs) {
+    static char *names[] = {"width",        "height",    "table_bytes", "near_end_cells",
+                            "mirror_cells", "etc_cells", "touch",       NULL};
+    int width, height, near_end = NEAR_END_CELLS, mirror_cells = MIRROR_CELLS,
+                       etc = NEAR_END_CELLS, touch = 1;
+    Py_ssize_t table_bytes;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iin|iiip", names, &width, &height,
+                                     &table_bytes, &near_end, &mirror_cells, &etc, &touch))
+        return -1;
+    if (geometry_init(&self->g, width, height) < 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "'%dx%d': the solver needs 1 <= width <= 9, height >= 1 and "
+                     "(height + 1) * width <= 64",
+                     width, height);
+        return -1;
+    }
+    if (table_bytes < 0) {
+        PyErr_SetString(PyExc_ValueError, "table_bytes must not be negative");
+        return -1;
+    }
+    table_free(&self->t);
+    if (table_init(&self->t, &self->g, (size_t)table_bytes, near_end, mirror_cells, etc, touch) <
+        0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->deadline = INFINITY;
+    return 0;
+}
+
+static void drop_known(Core *self) {
+    if (self->has_known) {
+        PyBuffer_Release(&self->known_keys);
+        PyBuffer_Release(&self->known_scores);
+        PyBuffer_Release(&self->known_best);
+        self->has_known = 0;
+    }
+}
+
+static void Core_dealloc(Core *self) {
+    drop_known(self);
+    table_free(&self->t);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int arg_bitboard(PyObject *o, bitboard *out) {
+    const unsigned long long v = PyLong_AsUnsignedLongLong(o);
+    if (v == (unsigned long long)-1 && PyErr_Occurred()) return 0;
+    *out = v;
+    return 1;
+}
+
+static Search new_search(Core *self, long long nodes, long long node_limit) {
+    Search s = {0};
+    s.g = &self->g;
+    s.t = &self->t;
+    s.known = self->has_known ? &self->known : NULL;
+    s.deadline = &self->deadline;
+    s.nodes = nodes;
+    s.node_limit = node_limit;
+    return s;
+}
+
+PyDoc_STRVAR(init_doc, "init(cur, mask, ply) -> (lo, hi, best)\n\n"
+                       "Initial bounds of an unfinished position from the rules and the table.");
+static PyObject *Core_init_bounds(Core *self, PyObject *args) {
+    PyObject *co, *mo;
+    int ply;
+    bitboard cur, mask;
+    if (!PyArg_ParseTuple(args, "OOi", &co, &mo, &ply) || !arg_bitboard(co, &cur) ||
+        !arg_bitboard(mo, &mask))
+        return NULL;
+    const Bounds b = root_init(&self->g, &self->t, self->has_known ? &self->known : NULL, cur, mask, ply);
+    return Py_BuildValue("iii", b.lo, b.hi, b.best);
+}
+
+PyDoc_STRVAR(step_doc,
+             "step(cur, mask, ply, lo, hi, best, weak, nodes, node_limit)\n"
+             "    -> (lo, hi, best, aborted, nodes)\n\n"
+             "One null-window question (precondition: the bounds are not settled).\n"
+             "nodes is the count so far; the search stops past node_limit or the deadline.");
+static PyObject *Core_step(Core *self, PyObject *args) {
+    PyObject *co, *mo;
+    int ply, weak;
+    long long nodes, node_limit;
+    Bounds b;
+    bitboard cur, mask;
+    if (!PyArg_ParseTuple(args, "OOiiiipLL", &co, &mo, &ply, &b.lo, &b.hi, &b.best, &weak,
+                          &nodes, &node_limit) ||
+        !arg_bitboard(co, &cur) || !arg_bitboard(mo, &mask))
+        return NULL;
+    Search s = new_search(self, nodes, node_limit);
+    Py_BEGIN_ALLOW_THREADS
+    b = root_step(&s, cur, mask, ply, b, weak);
+    Py_END_ALLOW_THREADS
+    return Py_BuildValue("iiiNL", b.lo, b.hi, b.best, PyBool_FromLong(s.aborted),
+                         (long long)s.nodes);
+}
+
+PyDoc_STRVAR(solve_doc,
+             "solve(cur, mask, ply, weak, node_limit) -> (lo, hi, best, aborted, nodes)\n\n"
+             "Narrow until settled, in one call (the cheap path of a single position).");
+static PyObject *Core_solve(Core *self, PyObject *args) {
+    PyObject *co, *mo;
+    int ply, weak;
+    long long node_limit;
+    bitboard cur, mask;
+    if (!PyArg_ParseTuple(args, "OOipL", &co, &mo, &ply, &weak, &node_limit) ||
+        !arg_bitboard(co, &cur) || !arg_bitboard(mo, &mask))
+        return NULL;
+    Search s = new_search(self, 0, node_limit);
+    Bounds b;
+    Py_BEGIN_ALLOW_THREADS
+    b = solve_position(&s, cur, mask, ply, weak);
+    Py_END_ALLOW_THREADS
+    return Py_BuildValue("iiiNL", b.lo, b.hi, b.best, PyBool_FromLong(s.aborted),
+                         (long long)s.nodes);
+}
+
+enum { F_STATUS, F_SCORE, F_LOWER, F_UPPER, F_BEST, F_NODES, FIELDS };
+
+PyDoc_STRVAR(batch_doc,
+             "batch(notations, weak, analyze, strict, node_limit)\n"
+             "    -> (status, score, lower, upper, best, nodes, seconds, columns)\n\n"
+             "Parse and solve every notation (a list of str) in one call, each a list\n"
+             "by position (columns: a list of width scores each, or None without analyze).\n"
+             "With strict, nothing is solved if any notation is bad. Once a limit comes,\n"
+             "the position in hand and those after it are ABORTED.");
+static PyObject *Core_batch(Core *self, PyObject *args) {
+    PyObject *list;
+    int weak, analyze, strict;
+    long long node_limit;
+    if (!PyArg_ParseTuple(args, "O!pppL", &PyList_Type, &list, &weak, &analyze, &strict,
+                          &node_limit))
+        return NULL;
+    const Py_ssize_t count = PyList_GET_SIZE(list);
+    const int width = self->g.width;
+    /* Copy the text out under the GIL: the list may change once it is released. */
+    size_t total = 0;
+    size_t *starts = PyMem_RawMalloc((size_t)(count + 1) * sizeof(size_t));
+    if (!starts) return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *item = PyList_GET_ITEM(list, i);
+        if (!PyUnicode_Check(item)) {
+            PyMem_RawFree(starts);
+            return PyErr_Format(PyExc_TypeError, "notation %zd is not a str", i);
+        }
+        Py_ssize_t n;
+        if (!PyUnicode_AsUTF8AndSize(item, &n)) {
+            PyMem_RawFree(starts);
+            return NULL;
+        }
+        starts[i] = total;
+        total += (size_t)n;
+    }
+    starts[count] = total;
+    char *text = PyMem_RawMalloc(total + 1);
+    int64_t *out = PyMem_RawCalloc((size_t)count * FIELDS + 1, sizeof(int64_t));
+    double *seconds = PyMem_RawCalloc((size_t)count + 1, sizeof(double));
+    int *columns = PyMem_RawCalloc(analyze ? (size_t)count * width + 1 : 1, sizeof(int));
+    if (!text || !out || !seconds || !columns) {
+        PyMem_RawFree(starts);
+        PyMem_RawFree(text);
+        PyMem_RawFree(out);
+        PyMem_RawFree(seconds);
+        PyMem_RawFree(columns);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        Py_ssize_t n;
+        const char *utf8 = PyUnicode_AsUTF8AndSize(PyList_GET_ITEM(list, i), &n);
+        memcpy(text + starts[i], utf8, (size_t)n);
+    }
+    Search s = new_search(self, 0, node_limit);
+    Py_BEGIN_ALLOW_THREADS
+    int bad = 0, aborted = 0;
+    bitboard cur, mask;
+    int ply;
+    for (Py_ssize_t p = 0; p < count; p++) {
+        const int status =
+            parse_moves(&self->g, text + starts[p], starts[p + 1] - starts[p], &cur, &mask, &ply);
+        out[p * FIELDS + F_STATUS] = status;
+        bad |= status != STATUS_OK;
+    }
+    for (Py_ssize_t p = 0; p < count && !(strict && bad); p++) {
+        int64_t *row = out + p * FIELDS;
+        if (row[F_STATUS] != STATUS_OK) continue;
+        if (aborted) {
+            row[F_STATUS] = STATUS_ABORTED;
+            continue;
+        }
+        parse_moves(&self->g, text + starts[p], starts[p + 1] - starts[p], &cur, &mask, &ply);
+        const int64_t start_nodes = s.nodes;
+        const double t0 = monotonic_seconds();
+        int lo, hi, best;
+        if (analyze) {
+            int *scores = columns + p * width;
+            best = analyze_position(&s, cur, mask, ply, weak, scores);
+            lo = -99;
+            for (int c = 0; c < width; c++)
+                if (scores[c] > lo) lo = scores[c];
+            hi = lo;
+        } else {
+            const Bounds b = solve_position(&s, cur, mask, ply, weak);
+            lo = b.lo;
+            hi = b.hi;
+            best = b.best;
+            if (weak && !s.aborted) lo = hi = weak_value(b);
+        }
+        seconds[p] = monotonic_seconds() - t0;
+        row[F_NODES] = s.nodes - start_nodes;
+        if (s.aborted) {
+            aborted = 1;
+            row[F_STATUS] = STATUS_ABORTED;
+            continue;
+        }
+        row[F_SCORE] = lo;
+        row[F_LOWER] = lo;
+        row[F_UPPER] = hi;
+        row[F_BEST] = best;
+    }
+    Py_END_ALLOW_THREADS
+    PyObject *result = PyTuple_New(8);
+    for (int f = 0; result && f < FIELDS; f++) {
+        PyObject *column = PyList_New(count);
+        if (!column) {
+            Py_CLEAR(result);
+            break;
+        }
+        for (Py_ssize_t p = 0; p < count; p++)
+            PyList_SET_ITEM(column, p, PyLong_FromLongLong(out[p * FIELDS + f]));
+        PyTuple_SET_ITEM(result, f, column);
+    }
+    if (result) {
+        PyObject *times = PyList_New(count);
+        for (Py_ssize_t p = 0; times && p < count; p++)
+            PyList_SET_ITEM(times, p, PyFloat_FromDouble(seconds[p]));
+        PyObject *rows = Py_None;
+        Py_INCREF(Py_None);
+        if (analyze) {
+            Py_DECREF(Py_None);
+            rows = PyList_New(count);
+            for (Py_ssize_t p = 0; rows && p < count; p++) {
+                PyObject *row = PyList_New(width);
+                for (int c = 0; row && c < width; c++)
+                    PyList_SET_ITEM(row, c, PyLong_FromLong(columns[p * width + c]));
+                PyList_SET_ITEM(rows, p, row);
+            }
+        }
+        PyTuple_SET_ITEM(result, 6, times);
+        PyTuple_SET_ITEM(result, 7, rows);
+    }
+    PyMem_RawFree(starts);
+    PyMem_RawFree(text);
+    PyMem_RawFree(out);
+    PyMem_RawFree(seconds);
+    PyMem_RawFree(columns);
+    return result;
+}
+
+PyDoc_STRVAR(put_doc, "put(key, empty, lower, upper, move, work)\n\n"
+                      "Record lower <= s <= upper for the position of key (cur + mask) with\n"
+                      "`empty` empty cells; move (or -1) proves lower; work: priority 0..63.");
+static PyObject *Core_put(Core *self, PyObject *args) {
+    PyObject *ko;
+    bitboard key;
+    int empty, lower, upper, move, work;
+    if (!PyArg_ParseTuple(args, "Oiiiii", &ko, &empty, &lower, &upper, &move, &work) ||
+        !arg_bitboard(ko, &key))
+        return NULL;
+    if (work < 0 || work > 63 || move < -1 || move >= self->g.width) {
+        PyErr_SetString(PyExc_ValueError, "put: work must be 0..63 and move -1..width-1");
+        return NULL;
+    }
+    int flipped;
+    const bitboard filed = table_canonical(&self->t, &self->g, key, empty, &flipped);
+    table_store(&self->t, &self->g, filed, empty, lower, upper, oriented(&self->g, move, flipped),
+                work);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(get_doc, "get(key, empty) -> the raw table entry of the position, or 0.");
+static PyObject *Core_get(Core *self, PyObject *args) {
+    PyObject *ko;
+    bitboard key;
+    int empty;
+    if (!PyArg_ParseTuple(args, "Oi", &ko, &empty) || !arg_bitboard(ko, &key)) return NULL;
+    int flipped;
+    const bitboard filed = table_canonical(&self->t, &self->g, key, empty, &flipped);
+    return PyLong_FromUnsignedLongLong(table_probe(&self->t, &self->g, filed, empty));
+}
+
+PyDoc_STRVAR(set_known_doc,
+             "set_known(keys, scores, best) or set_known(None, None, None)\n\n"
+             "Consult these exact scores inside every search and at its root (keys: uint64\n"
+             "canonical keys, strictly increasing; scores: int8; best: int8 canonical columns;\n"
+             "C-contiguous buffers, kept alive until replaced).");
+static PyObject *Core_set_known(Core *self, PyObject *args) {
+    PyObject *keys, *scores, *best;
+    if (!PyArg_ParseTuple(args, "OOO", &keys, &scores, &best)) return NULL;
+    drop_known(self);
+    if (keys == Py_None) Py_RETURN_NONE;
+    if (PyObject_GetBuffer(keys, &self->known_keys, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(scores, &self->known_scores, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyBuffer_Release(&self->known_keys);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(best, &self->known_best, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyBuffer_Release(&self->known_keys);
+        PyBuffer_Release(&self->known_scores);
+        return NULL;
+    }
+    self->has_known = 1;
+    const Py_ssize_t n = self->known_keys.len / 8;
+    if (self->known_keys.itemsize != 8 || self->known_scores.itemsize != 1 ||
+        self->known_scores.len != n || self->known_best.itemsize != 1 ||
+        self->known_best.len != n) {
+        drop_known(self);
+        PyErr_SetString(PyExc_ValueError,
+                        "set_known: keys must be 8-byte, scores and best 1-byte items, as many of each");
+        return NULL;
+    }
+    known_init(&self->known, &self->g, self->known_keys.buf, self->known_scores.buf,
+               self->known_best.buf, (size_t)n);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Core_interrupt(Core *self, PyObject *Py_UNUSED(ignored)) {
+    self->deadline = -INFINITY;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Core_reset(Core *self, PyObject *Py_UNUSED(ignored)) {
+    Py_BEGIN_ALLOW_THREADS
+    table_reset(&self->t);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+static PyObject *Core_get_deadline(Core *self, void *Py_UNUSED(c)) {
+    return PyFloat_FromDouble(self->deadline);
+}
+
+static int Core_set_deadline(Core *self, PyObject *value, void *Py_UNUSED(c)) {
+    const double d = value == NULL || value == Py_None ? INFINITY : PyFloat_AsDouble(value);
+    if (d == -1.0 && PyErr_Occurred()) return -1;
+    self->deadline = d;
+    return 0;
+}
+
+static PyObject *Core_get_int(Core *self, void *field) {
+    switch ((intptr_t)field) {
+    case 0: return PyLong_FromLong(self->g.width);
+    case 1: return PyLong_FromLong(self->g.height);
+    case 2: return PyLong_FromLong(self->g.key_bits);
+    case 3: return PyLong_FromSize_t(self->t.count * sizeof(uint64_t));
+    default: return PyLong_FromLong(self->has_known ? self->known.max_ply : -1);
+    }
+}
+
+static PyMethodDef Core_methods[] = {
+    {"init", (PyCFunction)Core_init_bounds, METH_VARARGS, init_doc},
+    {"step", (PyCFunction)Core_step, METH_VARARGS, step_doc},
+    {"solve", (PyCFunction)Core_solve, METH_VARARGS, solve_doc},
+    {"batch", (PyCFunction)Core_batch, METH_VARARGS, batch_doc},
+    {"put", (PyCFunction)Core_put, METH_VARARGS, put_doc},
+    {"get", (PyCFunction)Core_get, METH_VARARGS, get_doc},
+    {"set_known", (PyCFunction)Core_set_known, METH_VARARGS, set_known_doc},
+    {"interrupt", (PyCFunction)Core_interrupt, METH_NOARGS,
+     "End the search in progress (safe from any thread): the deadline becomes -inf."},
+    {"reset", (PyCFunction)Core_reset, METH_NOARGS, "Forget everything the table holds."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Core_getset[] = {
+    {"deadline", (getter)Core_get_deadline, (setter)Core_set_deadline,
+     "Absolute deadline on time.monotonic() of the searches (inf: none).", NULL},
+    {"width", (getter)Core_get_int, NULL, "Board width.", (void *)0},
+    {"height", (getter)Core_get_int, NULL, "Board height.", (void *)1},
+    {"key_bits", (getter)Core_get_int, NULL, "Bits of a key: width * (height + 1).", (void *)2},
+    {"table_bytes", (getter)Core_get_int, NULL, "Bytes of the transposition table.", (void *)3},
+    {"known_max_ply", (getter)Core_get_int, NULL,
+     "The deepest ply of the known scores consulted in the search (-1: none).", (void *)4},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject CoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "engine.solver._core.Core",
+    .tp_doc = PyDoc_STR("Core(width, height, table_bytes, near_end_cells=18, mirror_cells=28, "
+                        "etc_cells=18, touch=True): one board size's search and table."),
+    .tp_basicsize = sizeof(Core),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Core_init,
+    .tp_dealloc = (destructor)Core_dealloc,
+    .tp_methods = Core_methods,
+    .tp_getset = Core_getset,
+};
+
+static struct PyModuleDef core_module = {
+    PyModuleDef_HEAD_INIT, "engine.solver._core",
+    "The exact Connect Four solver, compiled ahead of time (see engine/solver/csrc/).", -1, NULL,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__core(void) {
+    if (PyType_Ready(&CoreType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&core_module);
+    if (!m) return NULL;
+    Py_INCREF(&CoreType);
+    if (PyModule_AddObject(m, "Core", (PyObject *)&CoreType) < 0) {
+        Py_DECREF(&CoreType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    PyModule_AddIntConstant(m, "FULL", FULL_COLUMN);
+    PyModule_AddIntConstant(m, "OK", STATUS_OK);
+    PyModule_AddIntConstant(m, "ABORTED", STATUS_ABORTED);
+    PyModule_AddIntConstant(m, "NEAR_END_BYTES", NEAR_END_BYTES);
+    PyModule_AddIntConstant(m, "CHECK_EVERY", CHECK_EVERY);
+    return m;
+}

@@ -308,3 +308,52 @@ def test_adding_a_layer_names_what_is_wrong(small_book: OpeningBook, tmp_path: P
         assert done.returncode == 2, done.stderr
         assert says in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def random_positions(width: int, height: int, plies: range, count: int, seed: int) -> list[str]:
+    """``count`` ongoing positions of random games, each stopped at a ply drawn from ``plies``."""
+    rng = random.Random(seed)
+    found: list[str] = []
+    while len(found) < count:
+        position = Connect4(width, height)
+        stop = rng.choice(plies)
+        while position.ply < stop and position.outcome() is None:
+            position.push(rng.choice(position.legal_moves()))
+        if position.ply == stop and position.outcome() is None:
+            found.append(position.notation())
+    return found
+
+
+def test_the_book_asked_inside_the_search_never_changes_a_score(
+    small_lines: list[BookLine],
+) -> None:
+    # A book of the ply-8 layer alone: searches from plies 2..6 meet it only inside the
+    # search (the core asks it at every node of its plies), never at their roots.
+    layer = [line for line in small_lines if len(line.moves) == 8]
+    deep = OpeningBook.from_lines(*SMALL, layer)
+    notations = random_positions(*SMALL, range(2, 7), 40, seed=19)
+    assert not any(Connect4.parse(n, "5x4") in deep for n in notations)
+    plain = Solver(*SMALL, table_bytes=1 << 20).run_batch(notations)
+    booked = Solver(*SMALL, table_bytes=1 << 20, book=deep).run_batch(notations)
+    assert list(booked.score) == list(plain.score)
+    # The book answered inside the search: the same scores for fewer nodes.
+    assert sum(booked.nodes) < sum(plain.nodes)
+    plain_columns = Solver(*SMALL, table_bytes=1 << 20).run_batch(notations, analyze=True)
+    booked_columns = Solver(*SMALL, table_bytes=1 << 20, book=deep).run_batch(
+        notations, analyze=True
+    )
+    assert booked_columns.columns == plain_columns.columns
+
+
+def test_a_batch_answers_shipped_book_positions_at_the_root_without_search() -> None:
+    book = shipped_book()
+    assert book is not None
+    notations = random_positions(7, 6, range(9), 30, seed=20)
+    batch = Solver(table_bytes=1 << 20, book=book).run_batch(notations)
+    for i, notation in enumerate(notations):
+        found = book.lookup(Connect4.parse(notation))
+        assert found is not None, notation
+        assert (batch.score[i], batch.nodes[i]) == (found[0], 0), notation
+        after = Connect4.parse(notation)
+        after.push(batch.best[i])
+        assert -Solver(table_bytes=1 << 20, book=book).solve(after).lower == found[0], notation

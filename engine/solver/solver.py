@@ -95,9 +95,13 @@ class Solver:
         self._core.reset()
 
     def warm_up(self) -> None:
-        """Nothing left to do: the core is compiled ahead of time and its table is mapped
-        (and its pages touched) when the solver is made. Kept so that callers that warm
-        a solver before a deadline need not know how the core is built."""
+        """Fault the table's pages in now, so that no search under a deadline pays for it.
+
+        The core is compiled ahead of time: nothing is loaded or compiled here. A
+        solver not warmed up (the CLI's) faults pages in as its search first writes
+        them, so a short solve holds only the memory it used.
+        """
+        self._core.prefault()
 
     def known(self, positions: Sequence[Connect4]) -> list[int | None]:
         """Each position's exact score from the book or the external cache, else ``None``.

@@ -1,12 +1,14 @@
 /* Known exact scores: see known.h. */
 #include "known.h"
 
-/* Stones of the position whose key is `key`: in each column, the key's top
- * set bit sits just above the column's top stone. */
+/* Stones of the position whose key is `key` (current + mask): in each
+ * column of key + bottom (current's stones plus 2**stones, never carrying into
+ * the next column) the top set bit sits just above the column's top stone. */
 static int stones_of(const Geometry *g, bitboard key) {
+    const bitboard marked = key + g->bottom;
     int n = 0;
     for (int c = 0; c < g->width; c++) {
-        const bitboard column = (key >> (c * g->h1)) & g->column_bits;
+        const bitboard column = (marked >> (c * g->h1)) & g->column_bits;
         n += bit_length(column) - 1;
     }
     return n;

@@ -29,12 +29,12 @@ typedef struct {
 
 static int Core_init(Core *self, PyObject *args, PyObject *kwargs) {
     static char *names[] = {"width",        "height",    "table_bytes", "near_end_cells",
-                            "mirror_cells", "etc_cells", "touch",       NULL};
+                            "mirror_cells", "etc_cells", NULL};
     int width, height, near_end = NEAR_END_CELLS, mirror_cells = MIRROR_CELLS,
-                       etc = NEAR_END_CELLS, touch = 1;
+                       etc = NEAR_END_CELLS;
     Py_ssize_t table_bytes;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iin|iiip", names, &width, &height,
-                                     &table_bytes, &near_end, &mirror_cells, &etc, &touch))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iin|iii", names, &width, &height,
+                                     &table_bytes, &near_end, &mirror_cells, &etc))
         return -1;
     if (geometry_init(&self->g, width, height) < 0) {
         PyErr_Format(PyExc_ValueError,
@@ -48,8 +48,7 @@ static int Core_init(Core *self, PyObject *args, PyObject *kwargs) {
         return -1;
     }
     table_free(&self->t);
-    if (table_init(&self->t, &self->g, (size_t)table_bytes, near_end, mirror_cells, etc, touch) <
-        0) {
+    if (table_init(&self->t, &self->g, (size_t)table_bytes, near_end, mirror_cells, etc) < 0) {
         PyErr_NoMemory();
         return -1;
     }
@@ -367,6 +366,13 @@ static PyObject *Core_reset(Core *self, PyObject *Py_UNUSED(ignored)) {
     Py_RETURN_NONE;
 }
 
+static PyObject *Core_prefault(Core *self, PyObject *Py_UNUSED(ignored)) {
+    Py_BEGIN_ALLOW_THREADS
+    table_prefault(&self->t);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
 static PyObject *Core_get_deadline(Core *self, void *Py_UNUSED(c)) {
     return PyFloat_FromDouble(self->deadline);
 }
@@ -399,6 +405,8 @@ static PyMethodDef Core_methods[] = {
     {"interrupt", (PyCFunction)Core_interrupt, METH_NOARGS,
      "End the search in progress (safe from any thread): the deadline becomes -inf."},
     {"reset", (PyCFunction)Core_reset, METH_NOARGS, "Forget everything the table holds."},
+    {"prefault", (PyCFunction)Core_prefault, METH_NOARGS,
+     "Fault the table's pages in now (else the search does as it first writes them)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -417,7 +425,7 @@ static PyGetSetDef Core_getset[] = {
 static PyTypeObject CoreType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "engine.solver._core.Core",
     .tp_doc = PyDoc_STR("Core(width, height, table_bytes, near_end_cells=18, mirror_cells=28, "
-                        "etc_cells=18, touch=True): one board size's search and table."),
+                        "etc_cells=18): one board size's search and table."),
     .tp_basicsize = sizeof(Core),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = PyType_GenericNew,

@@ -18,7 +18,7 @@ int table_bucket_bits(int key_bits, size_t table_bytes) {
 }
 
 int table_init(Table *t, const Geometry *g, size_t table_bytes, int near_end_cells,
-               int mirror_cells, int etc_cells, int touch) {
+               int mirror_cells, int etc_cells) {
     size_t near_bytes = table_bytes / 4 < 16 ? 16 : table_bytes / 4;
     if (near_bytes > NEAR_END_BYTES) near_bytes = NEAR_END_BYTES;
     const int main_bits = table_bucket_bits(g->key_bits, table_bytes);
@@ -45,9 +45,12 @@ int table_init(Table *t, const Geometry *g, size_t table_bytes, int near_end_cel
     madvise((void *)start, bytes, MADV_HUGEPAGE);
 #endif
     t->slots = (uint64_t *)start;
-    if (touch)
-        for (size_t i = 0; i < t->count; i += 512) t->slots[i] = 0;
     return 0;
+}
+
+void table_prefault(Table *t) {
+    volatile uint64_t *slots = t->slots;
+    for (size_t i = 0; i < t->count; i += 512) slots[i] = slots[i]; /* keeps what is there */
 }
 
 void table_free(Table *t) {

@@ -49,7 +49,12 @@ def read(run: Run, analyze: bool, seen: Neighbourhood | None = None) -> SolveRes
         run.seed(p, root.lower, root.upper, move)
     if analyze or move < 0:
         return None
-    lo, hi = root.lower, root.upper
+    return answer(run, root.lower, root.upper, move)
+
+
+def answer(run: Run, lo: int, hi: int, move: int) -> SolveResult | None:
+    """The result of a solve whose root is known to score ``lo..hi`` with best ``move``,
+    without search; ``None`` if the bounds do not answer it (wide, or the sign unsettled)."""
     if run.weak and settled(lo, hi, True):
         score = weak_value(lo, hi)
     elif lo == hi and not run.weak:

@@ -180,7 +180,21 @@ class Solver:
         require_ongoing(position)
         run = Run(self, position, weak, deadline, node_limit)
         run.want_pv = pv
-        hit = cache_io.read(run, analyze, known)
+        if not analyze:
+            # The book inside the core answers its positions at once (microseconds), before
+            # the neighbourhood is read from the book and the cache (for what a search needs).
+            found = self._core.known(position.current, position.mask, position.ply)
+            if found is not None and found[1] >= 0:
+                hit = cache_io.answer(run, found[0], found[0], found[1])
+                if hit is not None:
+                    yield hit
+                    return
+        # The neighbourhood (root, children, grandchildren early on) is read unless only the
+        # book would be asked and it holds nothing that deep.
+        if known is not None or not self._nothing_known_near(position):
+            hit = cache_io.read(run, analyze, known)
+        else:
+            hit = None
         if hit is not None:
             yield hit
             return
@@ -269,6 +283,15 @@ class Solver:
                 f"'{getattr(position, 'variant', type(position).__name__)}': "
                 f"this solver plays Connect Four {self.variant}"
             )
+
+    def _nothing_known_near(self, position: Connect4) -> bool:
+        """True if no cache is read and the core's book holds nothing at the position's ply or
+        deeper (so neither it nor its children nor grandchildren can be in it)."""
+        return (
+            self.cache is None
+            and isinstance(self.book, OpeningBook)
+            and position.ply > self._core.known_max_ply
+        ) or self._known is None
 
     @staticmethod
     def _last(items: Iterator[SolveProgress | SolveResult]) -> SolveResult:

@@ -102,6 +102,23 @@ static PyObject *Core_init_bounds(Core *self, PyObject *args) {
     return Py_BuildValue("iii", b.lo, b.hi, b.best);
 }
 
+PyDoc_STRVAR(known_doc, "known(cur, mask, ply) -> (score, best) or None\n\n"
+                        "What the known scores (set_known) say of the position: its exact\n"
+                        "score and a best move in its own orientation (-1 if none given).");
+static PyObject *Core_known(Core *self, PyObject *args) {
+    PyObject *co, *mo;
+    int ply, score, best;
+    bitboard cur, mask;
+    if (!PyArg_ParseTuple(args, "OOi", &co, &mo, &ply) || !arg_bitboard(co, &cur) ||
+        !arg_bitboard(mo, &mask))
+        return NULL;
+    const Known *k = &self->known;
+    if (!self->has_known || ply < k->min_ply || ply > k->max_ply ||
+        !known_score(k, &self->g, cur + mask, &score, &best))
+        Py_RETURN_NONE;
+    return Py_BuildValue("ii", score, best);
+}
+
 PyDoc_STRVAR(step_doc,
              "step(cur, mask, ply, lo, hi, best, weak, nodes, node_limit)\n"
              "    -> (lo, hi, best, aborted, nodes)\n\n"
@@ -397,6 +414,7 @@ static PyObject *Core_get_int(Core *self, void *field) {
 static PyMethodDef Core_methods[] = {
     {"init", (PyCFunction)Core_init_bounds, METH_VARARGS, init_doc},
     {"step", (PyCFunction)Core_step, METH_VARARGS, step_doc},
+    {"known", (PyCFunction)Core_known, METH_VARARGS, known_doc},
     {"solve", (PyCFunction)Core_solve, METH_VARARGS, solve_doc},
     {"batch", (PyCFunction)Core_batch, METH_VARARGS, batch_doc},
     {"put", (PyCFunction)Core_put, METH_VARARGS, put_doc},

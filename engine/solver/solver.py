@@ -95,13 +95,11 @@ class Solver:
         self._core.reset()
 
     def warm_up(self) -> None:
-        """Fault the table's pages in now, so that no search under a deadline pays for it.
-
-        The core is compiled ahead of time: nothing is loaded or compiled here. A
-        solver not warmed up (the CLI's) faults pages in as its search first writes
-        them, so a short solve holds only the memory it used.
-        """
-        self._core.prefault()
+        """Nothing to do: the core is compiled ahead of time, so nothing is loaded or compiled
+        at a first solve. The table is mapped with huge pages where the kernel allows, and its
+        pages fault in as the search first writes them (a few dozen 2 MB faults over a 64 MB
+        table): a process holds only the table it used. Kept for callers that warm a solver
+        before a deadline, so they need not know how the core is built."""
 
     def known(self, positions: Sequence[Connect4]) -> list[int | None]:
         """Each position's exact score from the book or the external cache, else ``None``.

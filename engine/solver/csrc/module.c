@@ -383,13 +383,6 @@ static PyObject *Core_reset(Core *self, PyObject *Py_UNUSED(ignored)) {
     Py_RETURN_NONE;
 }
 
-static PyObject *Core_prefault(Core *self, PyObject *Py_UNUSED(ignored)) {
-    Py_BEGIN_ALLOW_THREADS
-    table_prefault(&self->t);
-    Py_END_ALLOW_THREADS
-    Py_RETURN_NONE;
-}
-
 static PyObject *Core_get_deadline(Core *self, void *Py_UNUSED(c)) {
     return PyFloat_FromDouble(self->deadline);
 }
@@ -423,8 +416,6 @@ static PyMethodDef Core_methods[] = {
     {"interrupt", (PyCFunction)Core_interrupt, METH_NOARGS,
      "End the search in progress (safe from any thread): the deadline becomes -inf."},
     {"reset", (PyCFunction)Core_reset, METH_NOARGS, "Forget everything the table holds."},
-    {"prefault", (PyCFunction)Core_prefault, METH_NOARGS,
-     "Fault the table's pages in now (else the search does as it first writes them)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -453,10 +444,45 @@ static PyTypeObject CoreType = {
     .tp_getset = Core_getset,
 };
 
+PyDoc_STRVAR(prefix_sums_doc,
+             "prefix_sums(gaps, keys) -> bool\n\n"
+             "keys[i] = gaps[0] + ... + gaps[i] (both buffers of native uint64, as many of each;\n"
+             "keys writable): the book file's keys from the gaps it stores. True if the keys\n"
+             "are strictly increasing (no gap after the first is 0, and no sum wraps).");
+static PyObject *prefix_sums(PyObject *Py_UNUSED(module), PyObject *args) {
+    Py_buffer in, out;
+    if (!PyArg_ParseTuple(args, "y*w*", &in, &out)) return NULL;
+    if (in.len != out.len || in.len % 8 != 0) {
+        PyBuffer_Release(&in);
+        PyBuffer_Release(&out);
+        PyErr_SetString(PyExc_ValueError, "prefix_sums: two buffers of as many 8-byte items");
+        return NULL;
+    }
+    const Py_ssize_t n = in.len / 8;
+    int increasing = 1;
+    uint64_t sum = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t gap;
+        memcpy(&gap, (const char *)in.buf + 8 * i, 8); /* the bytes object may be unaligned */
+        if (i > 0 && gap == 0) increasing = 0;
+        if (sum + gap < sum) increasing = 0;
+        sum += gap;
+        memcpy((char *)out.buf + 8 * i, &sum, 8);
+    }
+    PyBuffer_Release(&in);
+    PyBuffer_Release(&out);
+    return PyBool_FromLong(increasing);
+}
+
+static PyMethodDef core_functions[] = {
+    {"prefix_sums", prefix_sums, METH_VARARGS, prefix_sums_doc},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef core_module = {
     PyModuleDef_HEAD_INIT, "engine.solver._core",
-    "The exact Connect Four solver, compiled ahead of time (see engine/solver/csrc/).", -1, NULL,
-    NULL, NULL, NULL, NULL,
+    "The exact Connect Four solver, compiled ahead of time (see engine/solver/csrc/).", -1,
+    core_functions, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__core(void) {

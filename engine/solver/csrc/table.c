@@ -48,11 +48,6 @@ int table_init(Table *t, const Geometry *g, size_t table_bytes, int near_end_cel
     return 0;
 }
 
-void table_prefault(Table *t) {
-    volatile uint64_t *slots = t->slots;
-    for (size_t i = 0; i < t->count; i += 512) slots[i] = slots[i]; /* keeps what is there */
-}
-
 void table_free(Table *t) {
     if (t->memory) munmap(t->memory, t->memory_bytes);
     t->memory = NULL;

@@ -68,11 +68,10 @@ int table_bucket_bits(int key_bits, size_t table_bytes);
 
 /* Map a zeroed table of about table_bytes for g's keys. Returns 0, or -1 if
  * the memory cannot be had. Its pages are faulted in as the search first
- * writes them (a process holds only what it used) unless table_prefault. */
+ * writes them: a process holds only the table it used (with huge pages, a
+ * few dozen faults over a 64 MB table). */
 int table_init(Table *t, const Geometry *g, size_t table_bytes, int near_end_cells,
                int mirror_cells, int etc_cells);
-/* Fault every page in now, so that no search under a deadline pays for it. */
-void table_prefault(Table *t);
 void table_free(Table *t);
 void table_reset(Table *t);
 

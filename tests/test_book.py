@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import struct
 import subprocess
 import sys
 import zlib
@@ -144,6 +145,16 @@ def test_book_file_round_trips_and_loads_fast(small_book: OpeningBook, tmp_path:
             "expected 3 entries of 10 bytes, found 29 bytes",
         ),
         (b"plybot-book 2 connect4 5x99 complete=8 entries=0\n", "5x99"),
+        (  # a gap of 0 after the first: two equal keys
+            b"plybot-book 2 connect4 5x4 complete=8 entries=3\n"
+            + zlib.compress(struct.pack("<3Q", 5, 7, 0) + b"\0" * 6),
+            "keys are not strictly increasing",
+        ),
+        (  # the sum wraps past 2**64: a smaller key after a larger one
+            b"plybot-book 2 connect4 5x4 complete=8 entries=2\n"
+            + zlib.compress(struct.pack("<2Q", 5, 2**64 - 1) + b"\0" * 4),
+            "keys are not strictly increasing",
+        ),
     ]:
         path.write_bytes(bad)
         with pytest.raises(BookError, match=why) as caught:

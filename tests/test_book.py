@@ -368,3 +368,45 @@ def test_a_batch_answers_shipped_book_positions_at_the_root_without_search() -> 
         after = Connect4.parse(notation)
         after.push(batch.best[i])
         assert -Solver(table_bytes=1 << 20, book=book).solve(after).lower == found[0], notation
+
+
+def test_the_core_asks_its_known_tiers_in_order_and_never_changes_a_score(
+    small_lines: list[BookLine],
+) -> None:
+    from engine.solver._core import Core
+
+    # Two tiers, as the book and a deeper database will be: the ply-8 layer, then ply 7.
+    tiers = [
+        OpeningBook.from_lines(*SMALL, [line for line in small_lines if len(line.moves) == ply])
+        for ply in (8, 7)
+    ]
+    notations = random_positions(*SMALL, range(2, 6), 30, seed=21)
+
+    def batch(core: Core) -> tuple[list[int], int]:
+        _, score, _, _, _, nodes, _, _ = core.batch(notations, False, False, True, 1 << 62)
+        return score, sum(nodes)
+
+    plain = batch(Core(*SMALL, 1 << 20))
+    one, two = Core(*SMALL, 1 << 20), Core(*SMALL, 1 << 20)
+    one.add_known(*tiers[0].columns())
+    for tier in tiers:
+        two.add_known(*tier.columns())
+    assert (one.known_max_ply, two.known_max_ply) == (8, 8)
+    with_one, with_two = batch(one), batch(two)
+    assert with_one[0] == with_two[0] == plain[0]
+    assert with_two[1] < with_one[1] < plain[1]  # each tier answers inside the search
+    # The root of a known position is answered from it, with a move in its orientation.
+    line = next(line for line in small_lines if len(line.moves) == 7)
+    position = Connect4.parse(line.moves, "5x4")
+    assert one.known(position.current, position.mask, position.ply) is None
+    found = two.known(position.current, position.mask, position.ply)
+    assert found is not None
+    assert found[0] == line.score
+    assert played(position, found[1]).key() == played(position, line.best).key()
+    two.clear_known()
+    assert two.known_max_ply == -1
+    assert batch(two)[0] == plain[0]
+    for _ in range(4):
+        two.add_known(*tiers[0].columns())
+    with pytest.raises(ValueError, match="4 tiers"):
+        two.add_known(*tiers[0].columns())

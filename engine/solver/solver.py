@@ -74,7 +74,7 @@ class Solver:
             self._known = book if cache is None else Tiered(book, cache)
         if isinstance(book, OpeningBook) and book.variant == self.variant:
             # The core keeps the book's arrays alive and asks them inside the search.
-            self._core.set_known(*book.columns())
+            self._core.add_known(*book.columns())
 
     def interrupt(self) -> None:
         """End the solve in progress now (safe from another thread): its compiled search

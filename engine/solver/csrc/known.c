@@ -28,3 +28,17 @@ void known_init(Known *k, const Geometry *g, const uint64_t *keys, const int8_t 
         if (n > k->max_ply) k->max_ply = n;
     }
 }
+
+void known_set_clear(KnownSet *k, const Geometry *g) {
+    k->count = 0;
+    k->min_ply = g->cells + 1;
+    k->max_ply = -1;
+}
+
+int known_set_add(KnownSet *set, const Known *k) {
+    if (set->count >= MAX_KNOWN) return -1;
+    set->tier[set->count++] = *k;
+    if (k->min_ply < set->min_ply) set->min_ply = k->min_ply;
+    if (k->max_ply > set->max_ply) set->max_ply = k->max_ply;
+    return 0;
+}

@@ -1,6 +1,7 @@
 /* Exact scores known before any search (the opening book; later a 12-stone
  * database): the first rung of the search's lookup ladder (known, then the
- * transposition table).
+ * transposition table). A KnownSet holds up to MAX_KNOWN tiers (the book, a
+ * database), asked in order at the plies each spans.
  *
  * A Known is a read-only view of two arrays owned by the caller (the book's
  * numpy arrays, kept alive by the Core that holds the view):
@@ -52,6 +53,33 @@ static inline int known_score(const Known *k, const Geometry *g, bitboard key, i
             *best = b >= 0 && image < key ? g->width - 1 - b : b;
         }
         return 1;
+    }
+    return 0;
+}
+
+#define MAX_KNOWN 4
+
+typedef struct {
+    int count;
+    Known tier[MAX_KNOWN];
+    int min_ply, max_ply; /* the plies any tier spans (empty set: cells + 1, -1) */
+} KnownSet;
+
+/* An empty set. */
+void known_set_clear(KnownSet *k, const Geometry *g);
+
+/* Add k as the set's last tier; returns 0, or -1 if the set is full. */
+int known_set_add(KnownSet *set, const Known *k);
+
+/* 1 and *score (and *best, if not NULL) if a tier knows the position with key
+ * cur + mask and `ply` stones (the first tier that does), else 0. */
+static inline int known_lookup(const KnownSet *set, const Geometry *g, bitboard key, int ply,
+                               int *score, int *best) {
+    if (ply < set->min_ply || ply > set->max_ply) return 0;
+    for (int i = 0; i < set->count; i++) {
+        const Known *k = &set->tier[i];
+        if (ply >= k->min_ply && ply <= k->max_ply && known_score(k, g, key, score, best))
+            return 1;
     }
     return 0;
 }

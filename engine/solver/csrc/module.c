@@ -1,7 +1,8 @@
 /* engine.solver._core: the compiled solver's Python face (one Core per board size).
  *
- * A Core owns a board size's geometry and transposition table, and may hold a
- * view of known exact scores (the opening book's arrays, kept alive here).
+ * A Core owns a board size's geometry and transposition table, and may hold
+ * views of known exact scores (the opening book's arrays, later a database's;
+ * kept alive here), asked at the root and inside every search.
  * Every search releases the GIL; one search at a time per Core (the caller's
  * contract: engine.solver.Solver is not thread-safe), but interrupt() and the
  * deadline may be set from any thread while one runs.
@@ -21,11 +22,16 @@ typedef struct {
     PyObject_HEAD
     Geometry g;
     Table t;
-    Known known;
-    int has_known;
-    Py_buffer known_keys, known_scores, known_best;
+    KnownSet known;
+    Py_buffer known_buffers[MAX_KNOWN][3]; /* keys, scores, best of each tier */
     volatile double deadline; /* read by a running search: interrupt() moves it to -inf */
 } Core;
+
+static void drop_known(Core *self) {
+    for (int i = 0; i < self->known.count; i++)
+        for (int j = 0; j < 3; j++) PyBuffer_Release(&self->known_buffers[i][j]);
+    known_set_clear(&self->known, &self->g);
+}
 
 static int Core_init(Core *self, PyObject *args, PyObject *kwargs) {
     static char *names[] = {"width",        "height",    "table_bytes", "near_end_cells",
@@ -47,6 +53,7 @@ static int Core_init(Core *self, PyObject *args, PyObject *kwargs) {
         PyErr_SetString(PyExc_ValueError, "table_bytes must not be negative");
         return -1;
     }
+    drop_known(self); /* a new size: views of the last size's positions mean nothing */
     table_free(&self->t);
     if (table_init(&self->t, &self->g, (size_t)table_bytes, near_end, mirror_cells, etc) < 0) {
         PyErr_NoMemory();
@@ -54,15 +61,6 @@ static int Core_init(Core *self, PyObject *args, PyObject *kwargs) {
     }
     self->deadline = INFINITY;
     return 0;
-}
-
-static void drop_known(Core *self) {
-    if (self->has_known) {
-        PyBuffer_Release(&self->known_keys);
-        PyBuffer_Release(&self->known_scores);
-        PyBuffer_Release(&self->known_best);
-        self->has_known = 0;
-    }
 }
 
 static void Core_dealloc(Core *self) {
@@ -82,7 +80,7 @@ static Search new_search(Core *self, long long nodes, long long node_limit) {
     Search s = {0};
     s.g = &self->g;
     s.t = &self->t;
-    s.known = self->has_known ? &self->known : NULL;
+    s.known = &self->known;
     s.deadline = &self->deadline;
     s.nodes = nodes;
     s.node_limit = node_limit;
@@ -98,12 +96,12 @@ static PyObject *Core_init_bounds(Core *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOi", &co, &mo, &ply) || !arg_bitboard(co, &cur) ||
         !arg_bitboard(mo, &mask))
         return NULL;
-    const Bounds b = root_init(&self->g, &self->t, self->has_known ? &self->known : NULL, cur, mask, ply);
+    const Bounds b = root_init(&self->g, &self->t, &self->known, cur, mask, ply);
     return Py_BuildValue("iii", b.lo, b.hi, b.best);
 }
 
 PyDoc_STRVAR(known_doc, "known(cur, mask, ply) -> (score, best) or None\n\n"
-                        "What the known scores (set_known) say of the position: its exact\n"
+                        "What the known scores (add_known) say of the position: its exact\n"
                         "score and a best move in its own orientation (-1 if none given).");
 static PyObject *Core_known(Core *self, PyObject *args) {
     PyObject *co, *mo;
@@ -112,10 +110,7 @@ static PyObject *Core_known(Core *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOi", &co, &mo, &ply) || !arg_bitboard(co, &cur) ||
         !arg_bitboard(mo, &mask))
         return NULL;
-    const Known *k = &self->known;
-    if (!self->has_known || ply < k->min_ply || ply > k->max_ply ||
-        !known_score(k, &self->g, cur + mask, &score, &best))
-        Py_RETURN_NONE;
+    if (!known_lookup(&self->known, &self->g, cur + mask, ply, &score, &best)) Py_RETURN_NONE;
     return Py_BuildValue("ii", score, best);
 }
 
@@ -335,39 +330,43 @@ static PyObject *Core_get(Core *self, PyObject *args) {
     return PyLong_FromUnsignedLongLong(table_probe(&self->t, &self->g, filed, empty));
 }
 
-PyDoc_STRVAR(set_known_doc,
-             "set_known(keys, scores, best) or set_known(None, None, None)\n\n"
-             "Consult these exact scores inside every search and at its root (keys: uint64\n"
-             "canonical keys, strictly increasing; scores: int8; best: int8 canonical columns;\n"
-             "C-contiguous buffers, kept alive until replaced).");
-static PyObject *Core_set_known(Core *self, PyObject *args) {
-    PyObject *keys, *scores, *best;
-    if (!PyArg_ParseTuple(args, "OOO", &keys, &scores, &best)) return NULL;
-    drop_known(self);
-    if (keys == Py_None) Py_RETURN_NONE;
-    if (PyObject_GetBuffer(keys, &self->known_keys, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
-        return NULL;
-    if (PyObject_GetBuffer(scores, &self->known_scores, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-        PyBuffer_Release(&self->known_keys);
+PyDoc_STRVAR(add_known_doc,
+             "add_known(keys, scores, best)\n\n"
+             "Ask these exact scores at the root and inside every search, after the tiers\n"
+             "added before (keys: uint64 canonical keys, strictly increasing; scores: int8;\n"
+             "best: int8 canonical columns; C-contiguous buffers, such as array.array or a\n"
+             "memory map, kept alive until clear_known). At most 4 tiers.");
+static PyObject *Core_add_known(Core *self, PyObject *args) {
+    PyObject *objects[3];
+    if (!PyArg_ParseTuple(args, "OOO", &objects[0], &objects[1], &objects[2])) return NULL;
+    if (self->known.count >= MAX_KNOWN) {
+        PyErr_SetString(PyExc_ValueError, "add_known: the core holds 4 tiers already");
         return NULL;
     }
-    if (PyObject_GetBuffer(best, &self->known_best, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-        PyBuffer_Release(&self->known_keys);
-        PyBuffer_Release(&self->known_scores);
-        return NULL;
+    Py_buffer *views = self->known_buffers[self->known.count];
+    for (int j = 0; j < 3; j++) {
+        if (PyObject_GetBuffer(objects[j], &views[j], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+            while (j-- > 0) PyBuffer_Release(&views[j]);
+            return NULL;
+        }
     }
-    self->has_known = 1;
-    const Py_ssize_t n = self->known_keys.len / 8;
-    if (self->known_keys.itemsize != 8 || self->known_scores.itemsize != 1 ||
-        self->known_scores.len != n || self->known_best.itemsize != 1 ||
-        self->known_best.len != n) {
-        drop_known(self);
+    const Py_ssize_t n = views[0].len / 8;
+    if (views[0].itemsize != 8 || views[1].itemsize != 1 || views[2].itemsize != 1 ||
+        views[1].len != n || views[2].len != n) {
+        for (int j = 0; j < 3; j++) PyBuffer_Release(&views[j]);
         PyErr_SetString(PyExc_ValueError,
-                        "set_known: keys must be 8-byte, scores and best 1-byte items, as many of each");
+                        "add_known: keys must be 8-byte, scores and best 1-byte items, "
+                        "as many of each");
         return NULL;
     }
-    known_init(&self->known, &self->g, self->known_keys.buf, self->known_scores.buf,
-               self->known_best.buf, (size_t)n);
+    Known k;
+    known_init(&k, &self->g, views[0].buf, views[1].buf, views[2].buf, (size_t)n);
+    known_set_add(&self->known, &k);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Core_clear_known(Core *self, PyObject *Py_UNUSED(ignored)) {
+    drop_known(self);
     Py_RETURN_NONE;
 }
 
@@ -400,7 +399,7 @@ static PyObject *Core_get_int(Core *self, void *field) {
     case 1: return PyLong_FromLong(self->g.height);
     case 2: return PyLong_FromLong(self->g.key_bits);
     case 3: return PyLong_FromSize_t(self->t.count * sizeof(uint64_t));
-    default: return PyLong_FromLong(self->has_known ? self->known.max_ply : -1);
+    default: return PyLong_FromLong(self->known.max_ply);
     }
 }
 
@@ -412,7 +411,9 @@ static PyMethodDef Core_methods[] = {
     {"batch", (PyCFunction)Core_batch, METH_VARARGS, batch_doc},
     {"put", (PyCFunction)Core_put, METH_VARARGS, put_doc},
     {"get", (PyCFunction)Core_get, METH_VARARGS, get_doc},
-    {"set_known", (PyCFunction)Core_set_known, METH_VARARGS, set_known_doc},
+    {"add_known", (PyCFunction)Core_add_known, METH_VARARGS, add_known_doc},
+    {"clear_known", (PyCFunction)Core_clear_known, METH_NOARGS,
+     "Forget every tier of known scores (and release their buffers)."},
     {"interrupt", (PyCFunction)Core_interrupt, METH_NOARGS,
      "End the search in progress (safe from any thread): the deadline becomes -inf."},
     {"reset", (PyCFunction)Core_reset, METH_NOARGS, "Forget everything the table holds."},

@@ -4,7 +4,7 @@
 /* x * eighths / 8, rounded towards 0. */
 static int part(int x, int eighths) { return x >= 0 ? eighths * x / 8 : -(-eighths * x / 8); }
 
-Bounds root_init(const Geometry *g, const Table *t, const Known *known, bitboard cur,
+Bounds root_init(const Geometry *g, const Table *t, const KnownSet *known, bitboard cur,
                  bitboard mask, int ply) {
     Bounds b = {0, 0, -1};
     if (ply >= g->cells) return b;
@@ -15,9 +15,9 @@ Bounds root_init(const Geometry *g, const Table *t, const Known *known, bitboard
         b.best = first_column(g, wins);
         return b;
     }
-    if (known && ply >= known->min_ply && ply <= known->max_ply) {
+    {
         int exact, move;
-        if (known_score(known, g, cur + mask, &exact, &move) && move >= 0) {
+        if (known_lookup(known, g, cur + mask, ply, &exact, &move) && move >= 0) {
             b.lo = b.hi = exact;
             b.best = move;
             return b;

@@ -46,9 +46,9 @@ static inline int settled(Bounds b, int weak) {
 static inline int weak_value(Bounds b) { return b.lo >= 1 ? 1 : (b.hi <= -1 ? -1 : 0); }
 
 /* Initial bounds of an unfinished position, from the rules, what is known
- * (`known`, or NULL) and the table: settled at once for an immediate win, a
- * full board or a known position. */
-Bounds root_init(const Geometry *g, const Table *t, const Known *known, bitboard cur,
+ * and the table: settled at once for an immediate win, a full board or a
+ * known position (with a best move). */
+Bounds root_init(const Geometry *g, const Table *t, const KnownSet *known, bitboard cur,
                  bitboard mask, int ply);
 
 /* One null-window question. Precondition: !settled(b, weak), b from

@@ -46,9 +46,9 @@ static int negamax(Search *s, bitboard cur, bitboard msk, bitboard threats, int 
         if (a >= b) return b;
     }
     /* The root's bounds are the driver's business: below it, ask what is known. */
-    if (d > 0 && s->known && n <= s->known->max_ply && n >= s->known->min_ply) {
+    if (d > 0 && n <= s->known->max_ply && n >= s->known->min_ply) {
         int exact;
-        if (known_score(s->known, g, cur + msk, &exact, NULL)) return exact;
+        if (known_lookup(s->known, g, cur + msk, n, &exact, NULL)) return exact;
     }
     const int empty = g->cells - n;
     int flipped;

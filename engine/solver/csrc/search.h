@@ -37,7 +37,7 @@
 typedef struct {
     const Geometry *g;
     Table *t;
-    const Known *known;      /* NULL: nothing known beyond the table */
+    const KnownSet *known;   /* what is known beyond the table (maybe nothing) */
     volatile double *deadline; /* on CLOCK_MONOTONIC, as Python's time.monotonic() */
     int64_t node_limit;      /* stop once nodes passes it */
     int64_t nodes;           /* counted, carried across searches by the caller */

@@ -256,21 +256,10 @@ class Solver:
         it as a deadline would: the position in hand and those after it are ``ABORTED``.
         """
         self._core.deadline = math.inf if deadline is None else deadline
-        status, score, lower, upper, best, nodes, seconds, columns = self._core.batch(
-            list(notations), weak, analyze, strict, NO_LIMIT
-        )
-        return Batch(
-            notations=notations,
-            variant=self.variant,
-            status=status,
-            score=score,
-            lower=lower,
-            upper=upper,
-            best=best,
-            nodes=nodes,
-            seconds=seconds,
-            columns=columns,
-        )
+        # The core's columns, in Batch's field order: status, score, lower, upper, best,
+        # nodes, seconds, columns.
+        columns = self._core.batch(list(notations), weak, analyze, strict, NO_LIMIT)
+        return Batch(notations, self.variant, *columns)
 
     # -- helpers ------------------------------------------------------------------
 

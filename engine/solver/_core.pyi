@@ -43,9 +43,6 @@ class Core:
         nodes: int,
         node_limit: int,
     ) -> tuple[int, int, int, bool, int]: ...
-    def solve(
-        self, cur: int, mask: int, ply: int, weak: bool, node_limit: int
-    ) -> tuple[int, int, int, bool, int]: ...
     def batch(
         self, notations: list[str], weak: bool, analyze: bool, strict: bool, node_limit: int
     ) -> tuple[

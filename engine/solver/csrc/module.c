@@ -137,26 +137,6 @@ static PyObject *Core_step(Core *self, PyObject *args) {
                          (long long)s.nodes);
 }
 
-PyDoc_STRVAR(solve_doc,
-             "solve(cur, mask, ply, weak, node_limit) -> (lo, hi, best, aborted, nodes)\n\n"
-             "Narrow until settled, in one call (the cheap path of a single position).");
-static PyObject *Core_solve(Core *self, PyObject *args) {
-    PyObject *co, *mo;
-    int ply, weak;
-    long long node_limit;
-    bitboard cur, mask;
-    if (!PyArg_ParseTuple(args, "OOipL", &co, &mo, &ply, &weak, &node_limit) ||
-        !arg_bitboard(co, &cur) || !arg_bitboard(mo, &mask))
-        return NULL;
-    Search s = new_search(self, 0, node_limit);
-    Bounds b;
-    Py_BEGIN_ALLOW_THREADS
-    b = solve_position(&s, cur, mask, ply, weak);
-    Py_END_ALLOW_THREADS
-    return Py_BuildValue("iiiNL", b.lo, b.hi, b.best, PyBool_FromLong(s.aborted),
-                         (long long)s.nodes);
-}
-
 enum { F_STATUS, F_SCORE, F_LOWER, F_UPPER, F_BEST, F_NODES, FIELDS };
 
 PyDoc_STRVAR(batch_doc,
@@ -407,7 +387,6 @@ static PyMethodDef Core_methods[] = {
     {"init", (PyCFunction)Core_init_bounds, METH_VARARGS, init_doc},
     {"step", (PyCFunction)Core_step, METH_VARARGS, step_doc},
     {"known", (PyCFunction)Core_known, METH_VARARGS, known_doc},
-    {"solve", (PyCFunction)Core_solve, METH_VARARGS, solve_doc},
     {"batch", (PyCFunction)Core_batch, METH_VARARGS, batch_doc},
     {"put", (PyCFunction)Core_put, METH_VARARGS, put_doc},
     {"get", (PyCFunction)Core_get, METH_VARARGS, get_doc},

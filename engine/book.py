@@ -37,18 +37,24 @@ diffable.
 
 from __future__ import annotations
 
+import operator
 import os
 import zlib
+from array import array
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
+from itertools import islice
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from engine.cache import EXACT_DEPTH, CacheEntry, PositionCache
 from engine.connect4 import Connect4
 from engine.errors import PlybotError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: The book shipped for the standard board, in the ``engine.data`` package.
 SHIPPED_PATH = Path(__file__).parent / "data" / "connect4-7x6.book"
@@ -72,12 +78,33 @@ class BookLine:
         return f"{self.moves or '-'} {self.score} {self.best + 1}"
 
 
+#: numpy's dtype of each column's ``array`` typecode.
+_DTYPES = {"Q": "<u8", "b": "i1"}
+
+
+def _packed(typecode: str, values: Iterable[int]) -> array[int]:
+    """``values`` (an ``array``, a numpy array or ints) as an ``array`` of ``typecode``."""
+    if isinstance(values, array) and values.typecode == typecode:
+        return values
+    astype = getattr(values, "astype", None)
+    if astype is not None:  # a numpy array: its bytes, converted once
+        raw: bytes = astype(_DTYPES[typecode]).tobytes()
+        return array(typecode, raw)
+    return array(typecode, values)
+
+
 class OpeningBook:
     """Exact entries by canonical key, for one board size; a read-only ``PositionCache``.
 
     Invariant: ``keys`` strictly increasing; entry ``i`` is exact (``scores[i]``)
     with the playable canonical move ``best[i]``. ``complete`` is the ply up to
     which every ongoing position is in the book (-1: none promised).
+
+    The columns are kept as ``array.array`` (uint64 keys, int8 scores and moves), so
+    reading a book imports no numpy (a tenth of a second of a ``plybot solve``);
+    :attr:`keys`, :attr:`scores` and :attr:`best` are numpy views of them for callers
+    that compute over a whole book (the builder), and :meth:`columns` hands the arrays
+    themselves to the solver's core, which reads them in place.
     """
 
     name = "connect4"
@@ -86,22 +113,47 @@ class OpeningBook:
         self,
         width: int,
         height: int,
-        keys: np.ndarray,
-        scores: np.ndarray,
-        best: np.ndarray,
+        keys: Iterable[int],
+        scores: Iterable[int],
+        best: Iterable[int],
         complete: int = -1,
     ) -> None:
-        if not (len(keys) == len(scores) == len(best)):
+        """``keys``, ``scores``, ``best``: numpy arrays, ``array.array`` or sequences of ints."""
+        packed = _packed("Q", keys), _packed("b", scores), _packed("b", best)
+        if not (len(packed[0]) == len(packed[1]) == len(packed[2])):
             raise BookError("a book needs as many scores and moves as keys")
-        if len(keys) > 1 and not bool(np.all(keys[1:] > keys[:-1])):
+        if not all(map(operator.lt, packed[0], islice(packed[0], 1, None))):
             raise BookError("a book's keys must be strictly increasing")
+        self._keys, self._scores, self._best = packed
         self.width = width
         self.height = height
         self.variant = f"{width}x{height}"
-        self.keys = keys
-        self.scores = scores
-        self.best = best
         self.complete = complete
+
+    @property
+    def keys(self) -> np.ndarray:
+        """The canonical keys, strictly increasing (a numpy view)."""
+        import numpy as np
+
+        return np.frombuffer(self._keys, dtype=np.uint64)
+
+    @property
+    def scores(self) -> np.ndarray:
+        """The exact scores (a numpy view)."""
+        import numpy as np
+
+        return np.frombuffer(self._scores, dtype=np.int8)
+
+    @property
+    def best(self) -> np.ndarray:
+        """A best move of each entry, 0-based, in the canonical orientation (a numpy view)."""
+        import numpy as np
+
+        return np.frombuffer(self._best, dtype=np.int8)
+
+    def columns(self) -> tuple[array[int], array[int], array[int]]:
+        """The keys, scores and best moves themselves (buffers the solver's core reads)."""
+        return self._keys, self._scores, self._best
 
     # -- construction -------------------------------------------------------------
 
@@ -119,15 +171,18 @@ class OpeningBook:
         return cls(
             width,
             height,
-            np.array(order, dtype=np.uint64),
-            np.array([entries[k][0] for k in order], dtype=np.int8),
-            np.array([entries[k][1] for k in order], dtype=np.int8),
+            array("Q", order),
+            array("b", [entries[k][0] for k in order]),
+            array("b", [entries[k][1] for k in order]),
             complete,
         )
 
     @classmethod
     def load(cls, path: Path) -> OpeningBook:
         """Read a book file. Raises ``BookError`` naming the file and what is wrong."""
+        # Here, not at the top: engine.solver imports this module.
+        from engine.solver._core import prefix_sums
+
         data = path.read_bytes()
         end = data.find(b"\n")
         header = data[:end].decode("ascii", "replace") if end > 0 else ""
@@ -144,25 +199,29 @@ class OpeningBook:
                 raise ValueError("the body after the header is not a zlib stream") from None
             if len(body) != 10 * n:
                 raise ValueError(f"expected {n} entries of 10 bytes, found {len(body)} bytes")
+            keys = array("Q", bytes(8 * n))
+            # The keys from the gaps, in C (the core's helper: milliseconds, no numpy).
+            if not prefix_sums(memoryview(body)[: 8 * n], keys):
+                raise ValueError("its keys are not strictly increasing")
         except ValueError as exc:
             raise BookError(f"{path}: {exc}") from None
-        gaps = np.frombuffer(body[: 8 * n], dtype="<u8")
-        keys = np.cumsum(gaps, dtype=np.uint64)
-        scores = np.frombuffer(body[8 * n : 9 * n], dtype=np.int8)
-        best = np.frombuffer(body[9 * n :], dtype=np.int8)
-        return cls(width, height, keys, scores, best, complete)
+        book = cls.__new__(cls)  # checked above: not again, entry by entry, in __init__
+        book._keys = keys
+        book._scores = array("b", body[8 * n : 9 * n])
+        book._best = array("b", body[9 * n :])
+        book.width, book.height, book.variant = width, height, f"{width}x{height}"
+        book.complete = complete
+        return book
 
     def save(self, path: Path) -> None:
         """Write the book to ``path`` atomically (a reader never sees half a file)."""
+        import numpy as np
+
         header = f"{_MAGIC} {self.variant} complete={self.complete} entries={len(self)}\n"
         tmp = path.with_name(path.name + ".tmp")
-        gaps = np.diff(self.keys.astype(np.uint64), prepend=np.uint64(0))
+        gaps = np.diff(self.keys, prepend=np.uint64(0))
         body = b"".join(
-            [
-                gaps.astype("<u8").tobytes(),
-                self.scores.astype(np.int8).tobytes(),
-                self.best.astype(np.int8).tobytes(),
-            ]
+            [gaps.astype("<u8").tobytes(), self._scores.tobytes(), self._best.tobytes()]
         )
         with tmp.open("wb") as out:
             out.write(header.encode("ascii"))
@@ -172,7 +231,7 @@ class OpeningBook:
     # -- reading ------------------------------------------------------------------
 
     def __len__(self) -> int:
-        return len(self.keys)
+        return len(self._keys)
 
     def __contains__(self, position: object) -> bool:
         # The type, not the capability: the book's keys are Connect Four bitboard keys.
@@ -181,11 +240,11 @@ class OpeningBook:
     def _index(self, key: str) -> int:
         """The entry of canonical key ``key`` (hex), or -1."""
         try:
-            k = np.uint64(int(key, 16))
-        except (ValueError, OverflowError):
+            k = int(key, 16)
+        except ValueError:
             return -1
-        i = int(np.searchsorted(self.keys, k))
-        return i if i < len(self.keys) and self.keys[i] == k else -1
+        i = bisect_left(self._keys, k)
+        return i if i < len(self._keys) and self._keys[i] == k else -1
 
     def lookup(self, position: Connect4) -> tuple[int, int] | None:
         """``(score, best move)`` of ``position`` in its own orientation, or ``None``."""
@@ -194,7 +253,7 @@ class OpeningBook:
         i = self._index(position.key())
         if i < 0:
             return None
-        return int(self.scores[i]), position.from_canonical(int(self.best[i]))
+        return self._scores[i], position.from_canonical(self._best[i])
 
     def get_many(self, game: str, variant: str, keys: Sequence[str]) -> list[CacheEntry | None]:
         if game != self.name or variant != self.variant:
@@ -205,8 +264,8 @@ class OpeningBook:
             if i < 0:
                 found.append(None)
             else:
-                score = int(self.scores[i])
-                found.append(CacheEntry(score, score, EXACT_DEPTH, int(self.best[i])))
+                score = self._scores[i]
+                found.append(CacheEntry(score, score, EXACT_DEPTH, self._best[i]))
         return found
 
     def put_many(self, game: str, variant: str, items: Sequence[tuple[str, CacheEntry]]) -> None:
@@ -214,9 +273,9 @@ class OpeningBook:
 
     def positions(self) -> Iterator[tuple[Connect4, int, int]]:
         """Every entry as ``(position, score, best move in its orientation)``, by key."""
-        for key, score, best in zip(self.keys, self.scores, self.best, strict=True):
-            position = Connect4.from_key(int(key), self.width, self.height)
-            yield position, int(score), position.from_canonical(int(best))
+        for key, score, best in zip(self._keys, self._scores, self._best, strict=True):
+            position = Connect4.from_key(key, self.width, self.height)
+            yield position, score, position.from_canonical(best)
 
 
 class Tiered:

@@ -5,8 +5,8 @@ A solver's transposition table is worth keeping from one solve to the next
 solvers in one :class:`SolverPool`, :data:`solvers`. The analysis, the levels
 and the CLI take theirs from it; a worker configures it (:meth:`SolverPool.configure`:
 its memory budget for tables, the table a board gets) and uses the same pool.
-Loading a solver costs a second or two (numba's on-disk cache), so a time
-budget asks :meth:`SolverPool.warm`, which never loads one.
+Making a solver maps and touches its table (tens of milliseconds for 64 MB), so a
+time budget asks :meth:`SolverPool.warm`, which never makes one.
 
 Each solver reads the shipped opening book (:func:`engine.book.shipped_book`)
 before its ``cache``; the cache is fixed at construction, so asking with another
@@ -55,7 +55,7 @@ class SolverPool:
         16 bytes per 2-slot bucket make ``2**(c + 4)`` bytes plenty. Never more than
         the whole budget less the solver's fixed near-end region.
         """
-        from engine.solver.table import NEAR_END_BYTES
+        from engine.solver._core import NEAR_END_BYTES
 
         wanted = min(self.table_bytes_each, 1 << (width * height + 4))
         if self.budget_bytes is not None:
@@ -76,7 +76,7 @@ class SolverPool:
             return found
         from engine.book import shipped_book
         from engine.solver import Solver
-        from engine.solver.table import NEAR_END_BYTES
+        from engine.solver._core import NEAR_END_BYTES
 
         size = (width, height)
         self._solvers.pop(size, None)
@@ -124,8 +124,8 @@ solvers = SolverPool()
 def default_solver(width: int, height: int, cache: PositionCache | None = None) -> Solver:
     """The process's solver for this board size, made with ``cache`` (any if ``None``).
 
-    The first call in a process loads the compiled core (about two seconds
-    from numba's on-disk cache; a worker does it at start).
+    The first call for a board size makes its solver (maps its table and reads
+    the shipped book: tens of milliseconds; a worker does it at start).
     """
     return solvers.solver(width, height, cache, any_cache=cache is None)
 

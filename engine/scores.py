@@ -4,8 +4,8 @@ Every game scores a decided position from the side to move as ``max stones + 1 -
 the winner's stones at the win`` (:mod:`engine.game`): a win is positive, a loss
 negative, a draw 0, and a quicker win scores higher. ``max stones`` is the most
 one side can place (Connect Four 7x6: 21; tic-tac-toe: 5), which each game
-declares (``Game.max_stones``). The compiled solver's kernels repeat the bound
-formulas inside numba code, which cannot call these.
+declares (``Game.max_stones``). The compiled solver's core states the same bounds
+in C (``engine/solver/csrc/position.h``, the named score bounds), which cannot call these.
 """
 
 from __future__ import annotations

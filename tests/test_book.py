@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import struct
 import subprocess
 import sys
 import zlib
@@ -144,6 +145,16 @@ def test_book_file_round_trips_and_loads_fast(small_book: OpeningBook, tmp_path:
             "expected 3 entries of 10 bytes, found 29 bytes",
         ),
         (b"plybot-book 2 connect4 5x99 complete=8 entries=0\n", "5x99"),
+        (  # a gap of 0 after the first: two equal keys
+            b"plybot-book 2 connect4 5x4 complete=8 entries=3\n"
+            + zlib.compress(struct.pack("<3Q", 5, 7, 0) + b"\0" * 6),
+            "keys are not strictly increasing",
+        ),
+        (  # the sum wraps past 2**64: a smaller key after a larger one
+            b"plybot-book 2 connect4 5x4 complete=8 entries=2\n"
+            + zlib.compress(struct.pack("<2Q", 5, 2**64 - 1) + b"\0" * 4),
+            "keys are not strictly increasing",
+        ),
     ]:
         path.write_bytes(bad)
         with pytest.raises(BookError, match=why) as caught:
@@ -308,3 +319,94 @@ def test_adding_a_layer_names_what_is_wrong(small_book: OpeningBook, tmp_path: P
         assert done.returncode == 2, done.stderr
         assert says in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def random_positions(width: int, height: int, plies: range, count: int, seed: int) -> list[str]:
+    """``count`` ongoing positions of random games, each stopped at a ply drawn from ``plies``."""
+    rng = random.Random(seed)
+    found: list[str] = []
+    while len(found) < count:
+        position = Connect4(width, height)
+        stop = rng.choice(plies)
+        while position.ply < stop and position.outcome() is None:
+            position.push(rng.choice(position.legal_moves()))
+        if position.ply == stop and position.outcome() is None:
+            found.append(position.notation())
+    return found
+
+
+def test_the_book_asked_inside_the_search_never_changes_a_score(
+    small_lines: list[BookLine],
+) -> None:
+    # A book of the ply-8 layer alone: searches from plies 2..6 meet it only inside the
+    # search (the core asks it at every node of its plies), never at their roots.
+    layer = [line for line in small_lines if len(line.moves) == 8]
+    deep = OpeningBook.from_lines(*SMALL, layer)
+    notations = random_positions(*SMALL, range(2, 7), 40, seed=19)
+    assert not any(Connect4.parse(n, "5x4") in deep for n in notations)
+    plain = Solver(*SMALL, table_bytes=1 << 20).run_batch(notations)
+    booked = Solver(*SMALL, table_bytes=1 << 20, book=deep).run_batch(notations)
+    assert list(booked.score) == list(plain.score)
+    # The book answered inside the search: the same scores for fewer nodes.
+    assert sum(booked.nodes) < sum(plain.nodes)
+    plain_columns = Solver(*SMALL, table_bytes=1 << 20).run_batch(notations, analyze=True)
+    booked_columns = Solver(*SMALL, table_bytes=1 << 20, book=deep).run_batch(
+        notations, analyze=True
+    )
+    assert booked_columns.columns == plain_columns.columns
+
+
+def test_a_batch_answers_shipped_book_positions_at_the_root_without_search() -> None:
+    book = shipped_book()
+    assert book is not None
+    notations = random_positions(7, 6, range(9), 30, seed=20)
+    batch = Solver(table_bytes=1 << 20, book=book).run_batch(notations)
+    for i, notation in enumerate(notations):
+        found = book.lookup(Connect4.parse(notation))
+        assert found is not None, notation
+        assert (batch.score[i], batch.nodes[i]) == (found[0], 0), notation
+        after = Connect4.parse(notation)
+        after.push(batch.best[i])
+        assert -Solver(table_bytes=1 << 20, book=book).solve(after).lower == found[0], notation
+
+
+def test_the_core_asks_its_known_tiers_in_order_and_never_changes_a_score(
+    small_lines: list[BookLine],
+) -> None:
+    from engine.solver._core import Core
+
+    # Two tiers, as the book and a deeper database will be: the ply-8 layer, then ply 7.
+    tiers = [
+        OpeningBook.from_lines(*SMALL, [line for line in small_lines if len(line.moves) == ply])
+        for ply in (8, 7)
+    ]
+    notations = random_positions(*SMALL, range(2, 6), 30, seed=21)
+
+    def batch(core: Core) -> tuple[list[int], int]:
+        _, score, _, _, _, nodes, _, _ = core.batch(notations, False, False, True, 1 << 62)
+        return score, sum(nodes)
+
+    plain = batch(Core(*SMALL, 1 << 20))
+    one, two = Core(*SMALL, 1 << 20), Core(*SMALL, 1 << 20)
+    one.add_known(*tiers[0].columns())
+    for tier in tiers:
+        two.add_known(*tier.columns())
+    assert (one.known_max_ply, two.known_max_ply) == (8, 8)
+    with_one, with_two = batch(one), batch(two)
+    assert with_one[0] == with_two[0] == plain[0]
+    assert with_two[1] < with_one[1] < plain[1]  # each tier answers inside the search
+    # The root of a known position is answered from it, with a move in its orientation.
+    line = next(line for line in small_lines if len(line.moves) == 7)
+    position = Connect4.parse(line.moves, "5x4")
+    assert one.known(position.current, position.mask, position.ply) is None
+    found = two.known(position.current, position.mask, position.ply)
+    assert found is not None
+    assert found[0] == line.score
+    assert played(position, found[1]).key() == played(position, line.best).key()
+    two.clear_known()
+    assert two.known_max_ply == -1
+    assert batch(two)[0] == plain[0]
+    for _ in range(4):
+        two.add_known(*tiers[0].columns())
+    with pytest.raises(ValueError, match="4 tiers"):
+        two.add_known(*tiers[0].columns())

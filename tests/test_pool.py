@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from engine.cache import MemoryCache
 from engine.pool import MIN_TABLE_BYTES, SolverPool
-from engine.solver.table import NEAR_END_BYTES
+from engine.solver._core import NEAR_END_BYTES
 
 
 def test_a_small_board_gets_a_small_table_and_the_budget_caps_all() -> None:

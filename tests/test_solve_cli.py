@@ -115,3 +115,35 @@ def test_the_installed_command_reads_stdin() -> None:
     assert done.returncode == 2
     assert done.stdout == "121212 1\n33445 -1\n"
     assert done.stderr == "plybot solve: line 2: '12x': 'x' is not a column digit (move 3)\n"
+
+
+def test_solve_reads_the_book_and_no_book_searches_to_the_same_scores(
+    capsys,  # type: ignore[no-untyped-def]
+    monkeypatch,
+) -> None:
+    from engine.book import shipped_book
+    from engine.connect4 import Connect4
+
+    book = shipped_book()
+    assert book is not None
+    # Ply-8 positions the book holds, each with a quick win or loss for a search.
+    notations = ["11211121", "11121212", "22112111", "21112121", "4453"]
+    expected = []
+    for notation in notations:
+        found = book.lookup(Connect4.parse(notation))
+        assert found is not None
+        expected.append(f"{notation} {found[0]}")
+    code, out, err = run(notations, capsys, monkeypatch)
+    assert (code, err, out.splitlines()) == (0, "", expected)
+    code, out, err = run(["--no-book", *notations[:4]], capsys, monkeypatch)
+    assert (code, err, out.splitlines()) == (0, "", expected[:4])
+
+
+def test_the_engine_commands_found_at_once_are_the_declared_entry_points() -> None:
+    from importlib.metadata import entry_points
+
+    from engine.cli import ENGINE_COMMANDS, GROUP
+
+    declared = {ep.name: ep.value.split(":")[0] for ep in entry_points(group=GROUP)}
+    assert {name: declared.get(name) for name in ENGINE_COMMANDS} == ENGINE_COMMANDS
+    assert all(ep.value.endswith(":main") for ep in entry_points(group=GROUP))

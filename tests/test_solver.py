@@ -430,3 +430,67 @@ def test_a_broken_cache_never_breaks_a_solve(cache: object) -> None:
     assert s.analyze(Connect4.parse("5455174361263362")).score == -1
     if isinstance(cache, RaisingCache):
         assert cache.calls >= 2
+
+
+# -- interruptible, and the GIL released while it searches ---------------------------------------
+
+
+def test_another_thread_interrupts_a_running_solve_and_runs_meanwhile() -> None:
+    import threading
+
+    from tests.fixtures.waiting import wait_for
+
+    s = Solver(table_bytes=SMALL_TABLE)
+    results: list[SolveResult] = []
+    started = threading.Event()
+
+    def solve_the_empty_board() -> None:  # minutes of search: it cannot end on its own first
+        started.set()
+        results.append(s.solve(Connect4(), pv=False))
+
+    thread = threading.Thread(target=solve_the_empty_board)
+    thread.start()
+    started.wait()
+    # This thread keeps running while the other searches: the search released the GIL
+    # (held, this loop could not run until the solve ended, minutes later).
+    ticks = [0]
+
+    def ticked() -> bool:
+        ticks[0] += 1
+        return ticks[0] >= 5
+
+    wait_for(ticked, "the main thread to run beside the search")
+    assert thread.is_alive()
+    # Interrupt until it has returned (a first call may come before its search starts).
+    while thread.is_alive():
+        s.interrupt()
+        thread.join(timeout=0.05)
+    (result,) = results
+    assert not result.complete
+    assert result.score is None
+    assert result.lower <= 1 <= result.upper  # the empty board is a first-player win by 1
+    # The next solve starts with its own deadline: the interrupt does not outlive its solve.
+    assert s.solve(Connect4.parse("121212")).score == 18
+
+
+def test_an_interrupted_batch_marks_the_rest_aborted() -> None:
+    import threading
+
+    s = Solver(table_bytes=SMALL_TABLE)
+    batches = []
+    started = threading.Event()
+
+    def run() -> None:
+        started.set()
+        batches.append(s.run_batch(["", "4", "121212"]))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    started.wait()
+    # Interrupt until the batch has ended (the first call may come before its search starts).
+    while thread.is_alive():
+        s.interrupt()
+        thread.join(timeout=0.05)
+    (batch,) = batches
+    assert [batch.aborted(i) for i in range(3)] == [True, True, True]
+    assert "not solved before the deadline" in str(batch.error(0))

@@ -13,13 +13,24 @@ from __future__ import annotations
 
 import importlib
 import sys
-from importlib.metadata import entry_points
 
 GROUP = "plybot.commands"
+
+#: The engine's own subcommands (as pyproject.toml declares them): found without reading
+#: the installed packages' metadata, which costs more than a whole ``plybot solve`` of a
+#: position the book knows (tests/test_solve_cli.py checks the two lists agree).
+ENGINE_COMMANDS = {
+    "solve": "engine.cli.solve",
+    "bench": "engine.bench.cli",
+    "analyze": "engine.cli.analyze",
+    "play": "engine.cli.play",
+}
 
 
 def _commands() -> dict[str, str]:
     """Subcommand name -> module path, from the installed entry points."""
+    from importlib.metadata import entry_points
+
     return {ep.name: ep.value.split(":")[0] for ep in entry_points(group=GROUP)}
 
 
@@ -46,9 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args or args[0] in ("-h", "--help", "help"):
         print(usage())
         return 0
-    commands = _commands()
-    module = commands.get(args[0])
+    module = ENGINE_COMMANDS.get(args[0]) or _commands().get(args[0])
     if module is None:
+        commands = _commands()
         print(
             f"plybot: '{args[0]}' is not a command (try: {', '.join(sorted(commands))})",
             file=sys.stderr,

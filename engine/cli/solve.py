@@ -1,12 +1,15 @@
 """Solve Connect Four positions exactly: `<position> <score>` per line, as in Pons' benchmark files.
 
-    plybot solve [POSITION ...] [--weak] [--analyze] [--variant WxH] [--table-mb MB]
+    plybot solve [POSITION ...] [--weak] [--analyze] [--variant WxH] [--table-mb MB] [--no-book]
 
 With no POSITION, reads one per line from standard input (only the first
 field of a line counts, so a benchmark file can be piped in as it is; blank
 lines are skipped). Scores are Pons': from the side to move, 22 minus the
 winner's stones at the win on 7x6, 0 for a draw. ``--weak`` prints 1, 0 or
 -1; ``--analyze`` appends every column's score, ``x`` for a full column.
+The shipped opening book (:func:`engine.book.shipped_book`) answers the
+positions it holds at once and is asked inside the search at its plies;
+``--no-book`` solves by search alone (runs comparable with Pons' solver).
 A bad line gets one line on standard error naming it; the others are still
 answered, and the exit status is then 2.
 """
@@ -34,6 +37,11 @@ def parser() -> ArgumentParser:
         "--analyze", action="store_true", help="append every column's score ('x' for a full column)"
     )
     p.add_argument("--variant", default="7x6", help="board WIDTHxHEIGHT (default 7x6)")
+    p.add_argument(
+        "--no-book",
+        action="store_true",
+        help="search alone, without the opening book (as Pons' solver does)",
+    )
     add_table_mb(p)
     return p
 
@@ -61,10 +69,12 @@ def main(argv: list[str]) -> int:
             (n, line.split()[0]) for n, line in enumerate(text.splitlines(), 1) if line.strip()
         ]
 
+    from engine.book import shipped_book
     from engine.solver import Solver
-    from engine.solver.root import FULL
+    from engine.solver._core import FULL
 
-    solver = Solver(width, height, table_bytes=args.table_mb << 20)
+    book = None if args.no_book else shipped_book(width, height)
+    solver = Solver(width, height, table_bytes=args.table_mb << 20, book=book)
     notations = [notation for _, notation in numbered]
     bad = 0
     out = sys.stdout

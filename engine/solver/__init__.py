@@ -1,13 +1,19 @@
-"""The exact Connect Four solver: a compiled (numba) core behind :class:`Solver`.
+"""The exact Connect Four solver: a core compiled ahead of time (C) behind :class:`Solver`.
 
-Pascal Pons' algorithm, one concern per module:
+Pascal Pons' algorithm, one concern per file. The core, in ``csrc/`` (built by
+setuptools at install into :mod:`engine.solver._core`; board size chosen at run time):
 
-* :mod:`~engine.solver.bitboard` -- the board layout and its bit tricks;
-* :mod:`~engine.solver.movesorter` -- which move to try first;
-* :mod:`~engine.solver.table` -- the transposition table of proven bounds;
-* :mod:`~engine.solver.negamax` -- the node search (null windows, pruning);
-* :mod:`~engine.solver.root` -- narrowing the root's bounds, analysis, parsing;
-* :mod:`~engine.solver.kernels` -- the compiled entry points, cached on disk;
+* ``position.h`` -- the board layout (drawn there once), its bit tricks, the named
+  score bounds;
+* ``movesorter.h`` -- which move to try first;
+* ``table.h`` -- the transposition table of proven bounds;
+* ``known.h`` -- exact scores known before any search (the book), asked inside it;
+* ``search.h`` -- the node search (null windows, pruning, interruptible);
+* ``root.h`` -- narrowing the root's bounds, analysis, parsing;
+* ``module.c`` -- ``Core``, the Python type (every search releases the GIL).
+
+And in Python:
+
 * :mod:`~engine.solver.results` -- what a solve answers;
 * :mod:`~engine.solver.run` -- the driver of one solve around the compiled steps;
 * :mod:`~engine.solver.cache_io` -- the book and the shared cache, read and written;

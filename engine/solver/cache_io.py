@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING
 from engine import known as known_
 from engine.cache import EXACT_DEPTH, CacheEntry
 from engine.connect4 import Connect4
-from engine.solver.results import SolveResult
-from engine.solver.root import settled, weak_value
+from engine.solver.results import SolveResult, settled, weak_value
 
 if TYPE_CHECKING:
     from engine.known import Neighbourhood
@@ -50,9 +49,14 @@ def read(run: Run, analyze: bool, seen: Neighbourhood | None = None) -> SolveRes
         run.seed(p, root.lower, root.upper, move)
     if analyze or move < 0:
         return None
-    lo, hi = root.lower, root.upper
-    if run.weak and settled.py_func(lo, hi, True):
-        score = int(weak_value.py_func(lo, hi))
+    return answer(run, root.lower, root.upper, move)
+
+
+def answer(run: Run, lo: int, hi: int, move: int) -> SolveResult | None:
+    """The result of a solve whose root is known to score ``lo..hi`` with best ``move``,
+    without search; ``None`` if the bounds do not answer it (wide, or the sign unsettled)."""
+    if run.weak and settled(lo, hi, True):
+        score = weak_value(lo, hi)
     elif lo == hi and not run.weak:
         score = lo
     else:

@@ -11,12 +11,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from engine.connect4 import Connect4
 from engine.errors import PlybotError
 from engine.game import require_ongoing
-from engine.solver.root import ABORTED, FULL, OK
+from engine.solver._core import ABORTED, FULL, OK
+
+
+def settled(lo: int, hi: int, weak: bool) -> bool:
+    """True once ``lo <= s <= hi`` answers the question (the score, or if ``weak`` its sign)."""
+    if lo >= hi:
+        return True
+    return weak and (lo >= 1 or hi <= -1 or (lo >= 0 and hi <= 0))
+
+
+def weak_value(lo: int, hi: int) -> int:
+    """The sign of a score whose bounds are ``settled(lo, hi, True)``: 1, 0 or -1."""
+    if lo >= 1:
+        return 1
+    if hi <= -1:
+        return -1
+    return 0
 
 
 @dataclass(frozen=True)
@@ -61,21 +75,21 @@ class SolveProgress:
 class Batch:
     """Raw results of :meth:`Solver.run_batch`, one row per notation.
 
-    ``status[i]`` is ``root.OK`` or why position ``i`` was not solved (see
-    :meth:`error`); ``columns[i, c]`` is column ``c``'s score (analysis only,
-    ``root.FULL`` for a full column).
+    ``status[i]`` is ``OK`` or why position ``i`` was not solved (see
+    :meth:`error`); ``columns[i][c]`` is column ``c``'s score (analysis only,
+    ``FULL`` for a full column).
     """
 
     notations: Sequence[str]
     variant: str
-    status: np.ndarray
-    score: np.ndarray
-    lower: np.ndarray
-    upper: np.ndarray
-    best: np.ndarray
-    nodes: np.ndarray
-    seconds: np.ndarray
-    columns: np.ndarray | None
+    status: Sequence[int]
+    score: Sequence[int]
+    lower: Sequence[int]
+    upper: Sequence[int]
+    best: Sequence[int]
+    nodes: Sequence[int]
+    seconds: Sequence[float]
+    columns: Sequence[Sequence[int]] | None
 
     def error(self, i: int) -> PlybotError | None:
         """Why notation ``i`` was not solved (``Connect4.parse``'s own error), or ``None``."""

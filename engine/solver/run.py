@@ -1,7 +1,8 @@
 """One solve of one position: the driver loop in Python around the compiled steps.
 
-A :class:`Run` asks the compiled core null-window questions (``kernels.init``
-and ``kernels.step``) until the root's bounds settle, or a limit comes first;
+A :class:`Run` asks the compiled core (:class:`engine.solver._core.Core`)
+null-window questions (``Core.init``, then ``Core.step``) until the root's
+bounds settle, or a limit comes first;
 it reports each narrowing, the result, and a principal variation while that
 stays cheap. What the book and the shared cache know is read and written by
 :mod:`engine.solver.cache_io`, through :meth:`Run.seed` and :meth:`Run.cap`.
@@ -14,12 +15,9 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from engine.connect4 import Connect4
 from engine.solver import cache_io
-from engine.solver.results import SolveProgress, SolveResult
-from engine.solver.root import settled, weak_value
+from engine.solver.results import SolveProgress, SolveResult, settled, weak_value
 
 if TYPE_CHECKING:
     from engine.solver.solver import Solver
@@ -27,23 +25,8 @@ if TYPE_CHECKING:
 #: The principal variation may cost this many nodes, or as many as the solve, whichever is more.
 PV_MIN_NODES = 200_000
 
-_NO_LIMIT = float(1 << 62)
-_settled = settled.py_func
-
-
-def _weak_value(lo: int, hi: int) -> int:
-    return int(weak_value.py_func(lo, hi))
-
-
-def limits_of(node_limit: int | None, deadline: float | None, nodes: int) -> np.ndarray:
-    """The compiled search's limits: ``[node limit, deadline]`` (``interrupt`` sets the latter)."""
-    return np.array(
-        [
-            _NO_LIMIT if node_limit is None else float(nodes + node_limit),
-            math.inf if deadline is None else float(deadline),
-        ],
-        dtype=np.float64,
-    )
+#: A node limit that is never reached.
+NO_LIMIT = 1 << 62
 
 
 def _bounds(lower: dict[int, int], upper: dict[int, int]) -> dict[int, tuple[int, int]]:
@@ -78,24 +61,21 @@ class Run:
         node_limit: int | None,
     ) -> None:
         self.solver = solver
-        self.k = solver._k
-        self.table = solver._table
-        self.layout = solver._layout
+        self.core = solver._core
         self.position = position
         self.weak = weak
         self.deadline = deadline
         self.start = time.perf_counter()
-        self.counters = np.zeros(1, dtype=np.int64)
-        self.limits = solver._limits = limits_of(node_limit, deadline, 0)
+        #: Nodes searched so far, and where the search stops (``node_limit`` from the start).
+        self.nodes = 0
+        self.node_limit = NO_LIMIT if node_limit is None else node_limit
+        # A deadline of the core is read afresh by the search: Solver.interrupt moves it.
+        self.core.deadline = math.inf if deadline is None else deadline
         self.iteration = 0
         self.want_pv = True
         #: ``(lower, upper, move)`` proven for the root by the book or the shared cache
         #: (``move`` -1 if none), set by :func:`engine.solver.cache_io.read`; None if unknown.
         self.root_known: tuple[int, int, int] | None = None
-
-    @property
-    def nodes(self) -> int:
-        return int(self.counters[0])
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.start
@@ -107,25 +87,14 @@ class Run:
 
         The final ``(lo, hi, best, aborted)`` is left in ``self.state``.
         """
-        cur_u, mask_u = np.uint64(cur), np.uint64(mask)
-        lo, hi, best = (int(v) for v in self.k.init(self.table, self.layout, cur_u, mask_u, ply))
+        core = self.core
+        lo, hi, best = core.init(cur, mask, ply)
         self.state = (lo, hi, best, False)
-        while not _settled(lo, hi, self.weak):
-            lo, hi, best, aborted = self.k.step(
-                self.table,
-                self.layout,
-                cur_u,
-                mask_u,
-                ply,
-                lo,
-                hi,
-                best,
-                self.weak,
-                self.limits,
-                self.counters,
+        while not settled(lo, hi, self.weak):
+            lo, hi, best, aborted, self.nodes = core.step(
+                cur, mask, ply, lo, hi, best, self.weak, self.nodes, self.node_limit
             )
-            lo, hi, best = int(lo), int(hi), int(best)
-            self.state = (lo, hi, best, bool(aborted))
+            self.state = (lo, hi, best, aborted)
             if aborted:
                 return
             self.iteration += 1
@@ -141,7 +110,7 @@ class Run:
             return
         if best < 0:
             best = self.fallback_move(p)
-        score = _weak_value(lo, hi) if self.weak else lo
+        score = weak_value(lo, hi) if self.weak else lo
         nodes = self.nodes  # the solve's; the principal variation's searches come on top
         pv = [best] if self.weak or not self.want_pv else self.principal_variation(p, score, best)
         result = SolveResult(
@@ -197,7 +166,7 @@ class Run:
                         _bounds(lower, upper),
                     )
                     return
-                moves[column] = -(_weak_value(lo, hi) if self.weak else lo)
+                moves[column] = -(weak_value(lo, hi) if self.weak else lo)
             lower[column] = upper[column] = moves[column]
             # Each column as it is settled: a caller shows it at once.
             yield self.progress(
@@ -273,34 +242,23 @@ class Run:
         window ``(s - 1, s)`` fails high on a move that reaches ``s``.
         """
         budget = max(PV_MIN_NODES, self.nodes)
-        self.limits[0] = min(self.limits[0], float(self.nodes + budget))
+        self.node_limit = min(self.node_limit, self.nodes + budget)
         line = [best]
         q = p.copy()
         q.push(best)
         s = -score
         while q.outcome() is None:
-            cur, mask = np.uint64(q.current), np.uint64(q.mask)
-            lo, hi, move = (int(v) for v in self.k.init(self.table, self.layout, cur, mask, q.ply))
+            lo, hi, move = self.core.init(q.current, q.mask, q.ply)
             if not (lo == hi == s and move >= 0):
-                lo, hi, move, aborted = self.k.step(
-                    self.table,
-                    self.layout,
-                    cur,
-                    mask,
-                    q.ply,
-                    s - 1,
-                    s,
-                    -1,
-                    False,
-                    self.limits,
-                    self.counters,
+                lo, hi, move, aborted, self.nodes = self.core.step(
+                    q.current, q.mask, q.ply, s - 1, s, -1, False, self.nodes, self.node_limit
                 )
                 if aborted:
                     break
-                if int(move) < 0:
+                if move < 0:
                     move = self.fallback_move(q)
-            line.append(int(move))
-            q.push(int(move))
+            line.append(move)
+            q.push(move)
             s = -s
         return line
 
@@ -309,8 +267,7 @@ class Run:
     def cap(self, child: Connect4, parent_upper: int) -> None:
         """Record in the table that the move to ``child`` is worth at most ``parent_upper``
         to the parent: ``child``'s value (its side to move) is at least ``-parent_upper``."""
-        cur, mask = np.uint64(child.current), np.uint64(child.mask)
-        lo, hi, move = (int(v) for v in self.k.init(self.table, self.layout, cur, mask, child.ply))
+        lo, hi, move = self.core.init(child.current, child.mask, child.ply)
         lower = max(lo, -parent_upper)
         if lower > lo and lower <= hi:
             self.seed(child, lower, hi, move)
@@ -318,5 +275,4 @@ class Run:
     def seed(self, q: Connect4, lower: int, upper: int, move: int) -> None:
         """Put known bounds of ``q`` into the table, as costly knowledge (kept first)."""
         empty = q.width * q.height - q.ply
-        key = np.uint64(q.current + q.mask)
-        self.k.put(self.table, self.layout, key, empty, lower, upper, move, 63)
+        self.core.put(q.current + q.mask, empty, lower, upper, move, 63)

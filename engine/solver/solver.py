@@ -1,9 +1,16 @@
 """The Python face of the exact Connect Four solver: :class:`Solver`.
 
-A :class:`Solver` owns a transposition table (numpy, filled by the compiled
-core) that lives as long as the solver: keep one per process (a worker, the
-CLI; :mod:`engine.solver.pool`) and every solve starts from what earlier ones
-proved. Not thread-safe: one solve at a time per solver.
+A :class:`Solver` owns a compiled core (:class:`engine.solver._core.Core`:
+the search and its transposition table) that lives as long as the solver:
+keep one per process (a worker, the CLI; :mod:`engine.pool`) and every solve
+starts from what earlier ones proved. Not thread-safe: one solve at a time
+per solver (:meth:`Solver.interrupt` is the exception: any thread may call it).
+
+An opening book (:class:`engine.book.OpeningBook`) given as ``book`` is read
+at the root, as the shared cache is, and also inside the search itself: every
+node at the book's plies asks it first (the core's lookup ladder: the book,
+then the table), so a search from shortly after the book's depth is a few
+plies away from exact answers.
 
 Scores are Pons' (and :mod:`engine.game`'s): from the side to move, ``22 -
 stones`` of the winner at the win on 7x6, negative for a loss, 0 for a draw.
@@ -24,19 +31,16 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from engine import known as known_
-from engine.book import Tiered
+from engine.book import OpeningBook, Tiered
 from engine.cache import PositionCache
 from engine.connect4 import Connect4
 from engine.errors import NotationError
 from engine.game import require_ongoing
 from engine.solver import cache_io
-from engine.solver.kernels import BEST, LOWER, NODES, OUT_FIELDS, SCORE, STATUS, UPPER, kernels
+from engine.solver._core import Core
 from engine.solver.results import Batch, SolveProgress, SolveResult
-from engine.solver.run import Run, limits_of
-from engine.solver.table import new_table
+from engine.solver.run import NO_LIMIT, Run
 
 if TYPE_CHECKING:
     from engine.known import Neighbourhood
@@ -58,7 +62,8 @@ class Solver:
         cache: PositionCache | None = None,
         book: PositionCache | None = None,
     ) -> None:
-        self._k = kernels(width, height)
+        # Raises ValueError naming the size if the core cannot play it.
+        self._core = Core(width, height, table_bytes)
         self.width = width
         self.height = height
         self.cache = cache
@@ -67,16 +72,15 @@ class Solver:
         self._known: PositionCache | None = cache
         if book is not None:
             self._known = book if cache is None else Tiered(book, cache)
-        self._table, self._layout = new_table(self._k.board.key_bits, table_bytes)
-        #: The limits of the single solve in progress, for :meth:`interrupt`.
-        self._limits: np.ndarray | None = None
+        if isinstance(book, OpeningBook) and book.variant == self.variant:
+            # The core keeps the book's arrays alive and asks them inside the search.
+            self._core.add_known(*book.columns())
 
     def interrupt(self) -> None:
         """End the solve in progress now (safe from another thread): its compiled search
-        returns within a few thousand nodes, and the solve reports the bounds proven so far."""
-        limits = self._limits
-        if limits is not None:
-            limits[1] = -math.inf
+        returns within a few thousand nodes (well under a millisecond), and the solve
+        reports the bounds proven so far. The next solve starts with its own deadline."""
+        self._core.interrupt()
 
     @property
     def variant(self) -> str:
@@ -84,29 +88,18 @@ class Solver:
 
     @property
     def table_bytes(self) -> int:
-        return int(self._table.nbytes)
+        return self._core.table_bytes
 
     def reset(self) -> None:
         """Forget everything the table holds."""
-        self._table.fill(0)
+        self._core.reset()
 
     def warm_up(self) -> None:
-        """Load the compiled entry points of single solves now, so that no deadline pays for it.
-
-        numba loads (or, with no on-disk cache, compiles) each entry point at its
-        first call, a second or more. A solve from the book or the cache calls
-        none of them, so a solve cannot stand in for this. The table keeps only
-        what a tiny search of the empty board proves. (The batch entry
-        point of ``solve_batch`` loads at its first call: a worker calls it at its own
-        warm-up, since a book chunk must be able to give way at once.)
-        """
-        position = Connect4(self.width, self.height)
-        run = Run(self, position, weak=False, deadline=None, node_limit=1000)
-        for _ in run.solve():  # init and step, past the book and the cache
-            pass
-        run.seed(position, *position.score_range(), -1)  # put: says nothing new
-        empty = self.width * self.height - position.ply
-        self._k.get(self._table, self._layout, np.uint64(position.current + position.mask), empty)
+        """Nothing to do: the core is compiled ahead of time, so nothing is loaded or compiled
+        at a first solve. The table is mapped with huge pages where the kernel allows, and its
+        pages fault in as the search first writes them (a few dozen 2 MB faults over a 64 MB
+        table): a process holds only the table it used. Kept for callers that warm a solver
+        before a deadline, so they need not know how the core is built."""
 
     def known(self, positions: Sequence[Connect4]) -> list[int | None]:
         """Each position's exact score from the book or the external cache, else ``None``.
@@ -185,7 +178,21 @@ class Solver:
         require_ongoing(position)
         run = Run(self, position, weak, deadline, node_limit)
         run.want_pv = pv
-        hit = cache_io.read(run, analyze, known)
+        if not analyze:
+            # The book inside the core answers its positions at once (microseconds), before
+            # the neighbourhood is read from the book and the cache (for what a search needs).
+            found = self._core.known(position.current, position.mask, position.ply)
+            if found is not None and found[1] >= 0:
+                hit = cache_io.answer(run, found[0], found[0], found[1])
+                if hit is not None:
+                    yield hit
+                    return
+        # The neighbourhood (root, children, grandchildren early on) is read unless only the
+        # book would be asked and it holds nothing that deep.
+        if known is not None or not self._nothing_known_near(position):
+            hit = cache_io.read(run, analyze, known)
+        else:
+            hit = None
         if hit is not None:
             yield hit
             return
@@ -248,45 +255,11 @@ class Solver:
         With ``strict``, nothing is solved if any notation is bad. :meth:`interrupt` ends
         it as a deadline would: the position in hand and those after it are ``ABORTED``.
         """
-        encoded = [n.encode("ascii", "replace") for n in notations]
-        lengths = np.fromiter((len(e) for e in encoded), dtype=np.int64, count=len(encoded))
-        ends = np.cumsum(lengths)
-        starts = ends - lengths
-        buf = np.frombuffer(b"".join(encoded) or b"\0", dtype=np.uint8)
-        count = len(encoded)
-        out = np.zeros((count, OUT_FIELDS), dtype=np.int64)
-        seconds = np.zeros(count, dtype=np.float64)
-        columns = np.zeros((count if analyze else 1, self.width), dtype=np.int64)
-        limits = self._limits = limits_of(None, deadline, 0)
-        try:
-            self._k.batch(
-                self._table,
-                self._layout,
-                buf,
-                starts,
-                ends,
-                weak,
-                analyze,
-                strict,
-                limits,
-                out,
-                seconds,
-                columns,
-            )
-        finally:
-            self._limits = None
-        return Batch(
-            notations=notations,
-            variant=self.variant,
-            status=out[:, STATUS],
-            score=out[:, SCORE],
-            lower=out[:, LOWER],
-            upper=out[:, UPPER],
-            best=out[:, BEST],
-            nodes=out[:, NODES],
-            seconds=seconds,
-            columns=columns if analyze else None,
-        )
+        self._core.deadline = math.inf if deadline is None else deadline
+        # The core's columns, in Batch's field order: status, score, lower, upper, best,
+        # nodes, seconds, columns.
+        columns = self._core.batch(list(notations), weak, analyze, strict, NO_LIMIT)
+        return Batch(notations, self.variant, *columns)
 
     # -- helpers ------------------------------------------------------------------
 
@@ -297,6 +270,15 @@ class Solver:
                 f"'{getattr(position, 'variant', type(position).__name__)}': "
                 f"this solver plays Connect Four {self.variant}"
             )
+
+    def _nothing_known_near(self, position: Connect4) -> bool:
+        """True if no cache is read and the core's book holds nothing at the position's ply or
+        deeper (so neither it nor its children nor grandchildren can be in it)."""
+        return (
+            self.cache is None
+            and isinstance(self.book, OpeningBook)
+            and position.ply > self._core.known_max_ply
+        ) or self._known is None
 
     @staticmethod
     def _last(items: Iterator[SolveProgress | SolveResult]) -> SolveResult:

@@ -1,0 +1,484 @@
+/* engine.solver._core: the compiled solver's Python face (one Core per board size).
+ *
+ * A Core owns a board size's geometry and transposition table, and may hold
+ * views of known exact scores (the opening book's arrays, later a database's;
+ * kept alive here), asked at the root and inside every search.
+ * Every search releases the GIL; one search at a time per Core (the caller's
+ * contract: engine.solver.Solver is not thread-safe), but interrupt() and the
+ * deadline may be set from any thread while one runs.
+ *
+ * Positions cross as (current, mask, ply) integers of position.h's layout,
+ * the same numbers as engine.connect4.Connect4's bitboards. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "known.h"
+#include "root.h"
+
+typedef struct {
+    PyObject_HEAD
+    Geometry g;
+    Table t;
+    KnownSet known;
+    Py_buffer known_buffers[MAX_KNOWN][3]; /* keys, scores, best of each tier */
+    volatile double deadline; /* read by a running search: interrupt() moves it to -inf */
+} Core;
+
+static void drop_known(Core *self) {
+    for (int i = 0; i < self->known.count; i++)
+        for (int j = 0; j < 3; j++) PyBuffer_Release(&self->known_buffers[i][j]);
+    known_set_clear(&self->known, &self->g);
+}
+
+static int Core_init(Core *self, PyObject *args, PyObject *kwargs) {
+    static char *names[] = {"width",        "height",    "table_bytes", "near_end_cells",
+                            "mirror_cells", "etc_cells", NULL};
+    int width, height, near_end = NEAR_END_CELLS, mirror_cells = MIRROR_CELLS,
+                       etc = NEAR_END_CELLS;
+    Py_ssize_t table_bytes;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iin|iii", names, &width, &height,
+                                     &table_bytes, &near_end, &mirror_cells, &etc))
+        return -1;
+    if (geometry_init(&self->g, width, height) < 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "'%dx%d': the solver needs 1 <= width <= 9, height >= 1 and "
+                     "(height + 1) * width <= 64",
+                     width, height);
+        return -1;
+    }
+    if (table_bytes < 0) {
+        PyErr_SetString(PyExc_ValueError, "table_bytes must not be negative");
+        return -1;
+    }
+    drop_known(self); /* a new size: views of the last size's positions mean nothing */
+    table_free(&self->t);
+    if (table_init(&self->t, &self->g, (size_t)table_bytes, near_end, mirror_cells, etc) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->deadline = INFINITY;
+    return 0;
+}
+
+static void Core_dealloc(Core *self) {
+    drop_known(self);
+    table_free(&self->t);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int arg_bitboard(PyObject *o, bitboard *out) {
+    const unsigned long long v = PyLong_AsUnsignedLongLong(o);
+    if (v == (unsigned long long)-1 && PyErr_Occurred()) return 0;
+    *out = v;
+    return 1;
+}
+
+static Search new_search(Core *self, long long nodes, long long node_limit) {
+    Search s = {0};
+    s.g = &self->g;
+    s.t = &self->t;
+    s.known = &self->known;
+    s.deadline = &self->deadline;
+    s.nodes = nodes;
+    s.node_limit = node_limit;
+    return s;
+}
+
+PyDoc_STRVAR(init_doc, "init(cur, mask, ply) -> (lo, hi, best)\n\n"
+                       "Initial bounds of an unfinished position from the rules and the table.");
+static PyObject *Core_init_bounds(Core *self, PyObject *args) {
+    PyObject *co, *mo;
+    int ply;
+    bitboard cur, mask;
+    if (!PyArg_ParseTuple(args, "OOi", &co, &mo, &ply) || !arg_bitboard(co, &cur) ||
+        !arg_bitboard(mo, &mask))
+        return NULL;
+    const Bounds b = root_init(&self->g, &self->t, &self->known, cur, mask, ply);
+    return Py_BuildValue("iii", b.lo, b.hi, b.best);
+}
+
+PyDoc_STRVAR(known_doc, "known(cur, mask, ply) -> (score, best) or None\n\n"
+                        "What the known scores (add_known) say of the position: its exact\n"
+                        "score and a best move in its own orientation (-1 if none given).");
+static PyObject *Core_known(Core *self, PyObject *args) {
+    PyObject *co, *mo;
+    int ply, score, best;
+    bitboard cur, mask;
+    if (!PyArg_ParseTuple(args, "OOi", &co, &mo, &ply) || !arg_bitboard(co, &cur) ||
+        !arg_bitboard(mo, &mask))
+        return NULL;
+    if (!known_lookup(&self->known, &self->g, cur + mask, ply, &score, &best)) Py_RETURN_NONE;
+    return Py_BuildValue("ii", score, best);
+}
+
+PyDoc_STRVAR(step_doc,
+             "step(cur, mask, ply, lo, hi, best, weak, nodes, node_limit)\n"
+             "    -> (lo, hi, best, aborted, nodes)\n\n"
+             "One null-window question (precondition: the bounds are not settled).\n"
+             "nodes is the count so far; the search stops past node_limit or the deadline.");
+static PyObject *Core_step(Core *self, PyObject *args) {
+    PyObject *co, *mo;
+    int ply, weak;
+    long long nodes, node_limit;
+    Bounds b;
+    bitboard cur, mask;
+    if (!PyArg_ParseTuple(args, "OOiiiipLL", &co, &mo, &ply, &b.lo, &b.hi, &b.best, &weak,
+                          &nodes, &node_limit) ||
+        !arg_bitboard(co, &cur) || !arg_bitboard(mo, &mask))
+        return NULL;
+    Search s = new_search(self, nodes, node_limit);
+    Py_BEGIN_ALLOW_THREADS
+    b = root_step(&s, cur, mask, ply, b, weak);
+    Py_END_ALLOW_THREADS
+    return Py_BuildValue("iiiNL", b.lo, b.hi, b.best, PyBool_FromLong(s.aborted),
+                         (long long)s.nodes);
+}
+
+enum { F_STATUS, F_SCORE, F_LOWER, F_UPPER, F_BEST, F_NODES, FIELDS };
+
+PyDoc_STRVAR(batch_doc,
+             "batch(notations, weak, analyze, strict, node_limit)\n"
+             "    -> (status, score, lower, upper, best, nodes, seconds, columns)\n\n"
+             "Parse and solve every notation (a list of str) in one call, each a list\n"
+             "by position (columns: a list of width scores each, or None without analyze).\n"
+             "With strict, nothing is solved if any notation is bad. Once a limit comes,\n"
+             "the position in hand and those after it are ABORTED.");
+static PyObject *Core_batch(Core *self, PyObject *args) {
+    PyObject *list;
+    int weak, analyze, strict;
+    long long node_limit;
+    if (!PyArg_ParseTuple(args, "O!pppL", &PyList_Type, &list, &weak, &analyze, &strict,
+                          &node_limit))
+        return NULL;
+    const Py_ssize_t count = PyList_GET_SIZE(list);
+    const int width = self->g.width;
+    /* Copy the text out under the GIL: the list may change once it is released. */
+    size_t total = 0;
+    size_t *starts = PyMem_RawMalloc((size_t)(count + 1) * sizeof(size_t));
+    if (!starts) return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *item = PyList_GET_ITEM(list, i);
+        if (!PyUnicode_Check(item)) {
+            PyMem_RawFree(starts);
+            return PyErr_Format(PyExc_TypeError, "notation %zd is not a str", i);
+        }
+        Py_ssize_t n;
+        if (!PyUnicode_AsUTF8AndSize(item, &n)) {
+            PyMem_RawFree(starts);
+            return NULL;
+        }
+        starts[i] = total;
+        total += (size_t)n;
+    }
+    starts[count] = total;
+    char *text = PyMem_RawMalloc(total + 1);
+    int64_t *out = PyMem_RawCalloc((size_t)count * FIELDS + 1, sizeof(int64_t));
+    double *seconds = PyMem_RawCalloc((size_t)count + 1, sizeof(double));
+    int *columns = PyMem_RawCalloc(analyze ? (size_t)count * width + 1 : 1, sizeof(int));
+    if (!text || !out || !seconds || !columns) {
+        PyMem_RawFree(starts);
+        PyMem_RawFree(text);
+        PyMem_RawFree(out);
+        PyMem_RawFree(seconds);
+        PyMem_RawFree(columns);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        Py_ssize_t n;
+        const char *utf8 = PyUnicode_AsUTF8AndSize(PyList_GET_ITEM(list, i), &n);
+        memcpy(text + starts[i], utf8, (size_t)n);
+    }
+    Search s = new_search(self, 0, node_limit);
+    Py_BEGIN_ALLOW_THREADS
+    int bad = 0, aborted = 0;
+    bitboard cur, mask;
+    int ply;
+    for (Py_ssize_t p = 0; p < count; p++) {
+        const int status =
+            parse_moves(&self->g, text + starts[p], starts[p + 1] - starts[p], &cur, &mask, &ply);
+        out[p * FIELDS + F_STATUS] = status;
+        bad |= status != STATUS_OK;
+    }
+    for (Py_ssize_t p = 0; p < count && !(strict && bad); p++) {
+        int64_t *row = out + p * FIELDS;
+        if (row[F_STATUS] != STATUS_OK) continue;
+        if (aborted) {
+            row[F_STATUS] = STATUS_ABORTED;
+            continue;
+        }
+        parse_moves(&self->g, text + starts[p], starts[p + 1] - starts[p], &cur, &mask, &ply);
+        const int64_t start_nodes = s.nodes;
+        const double t0 = monotonic_seconds();
+        int lo, hi, best;
+        if (analyze) {
+            int *scores = columns + p * width;
+            best = analyze_position(&s, cur, mask, ply, weak, scores);
+            lo = -99;
+            for (int c = 0; c < width; c++)
+                if (scores[c] > lo) lo = scores[c];
+            hi = lo;
+        } else {
+            const Bounds b = solve_position(&s, cur, mask, ply, weak);
+            lo = b.lo;
+            hi = b.hi;
+            best = b.best;
+            if (weak && !s.aborted) lo = hi = weak_value(b);
+        }
+        seconds[p] = monotonic_seconds() - t0;
+        row[F_NODES] = s.nodes - start_nodes;
+        if (s.aborted) {
+            aborted = 1;
+            row[F_STATUS] = STATUS_ABORTED;
+            continue;
+        }
+        row[F_SCORE] = lo;
+        row[F_LOWER] = lo;
+        row[F_UPPER] = hi;
+        row[F_BEST] = best;
+    }
+    Py_END_ALLOW_THREADS
+    PyObject *result = PyTuple_New(8);
+    for (int f = 0; result && f < FIELDS; f++) {
+        PyObject *column = PyList_New(count);
+        if (!column) {
+            Py_CLEAR(result);
+            break;
+        }
+        for (Py_ssize_t p = 0; p < count; p++)
+            PyList_SET_ITEM(column, p, PyLong_FromLongLong(out[p * FIELDS + f]));
+        PyTuple_SET_ITEM(result, f, column);
+    }
+    if (result) {
+        PyObject *times = PyList_New(count);
+        for (Py_ssize_t p = 0; times && p < count; p++)
+            PyList_SET_ITEM(times, p, PyFloat_FromDouble(seconds[p]));
+        PyObject *rows = Py_None;
+        Py_INCREF(Py_None);
+        if (analyze) {
+            Py_DECREF(Py_None);
+            rows = PyList_New(count);
+            for (Py_ssize_t p = 0; rows && p < count; p++) {
+                PyObject *row = PyList_New(width);
+                for (int c = 0; row && c < width; c++)
+                    PyList_SET_ITEM(row, c, PyLong_FromLong(columns[p * width + c]));
+                PyList_SET_ITEM(rows, p, row);
+            }
+        }
+        PyTuple_SET_ITEM(result, 6, times);
+        PyTuple_SET_ITEM(result, 7, rows);
+    }
+    PyMem_RawFree(starts);
+    PyMem_RawFree(text);
+    PyMem_RawFree(out);
+    PyMem_RawFree(seconds);
+    PyMem_RawFree(columns);
+    return result;
+}
+
+PyDoc_STRVAR(put_doc, "put(key, empty, lower, upper, move, work)\n\n"
+                      "Record lower <= s <= upper for the position of key (cur + mask) with\n"
+                      "`empty` empty cells; move (or -1) proves lower; work: priority 0..63.");
+static PyObject *Core_put(Core *self, PyObject *args) {
+    PyObject *ko;
+    bitboard key;
+    int empty, lower, upper, move, work;
+    if (!PyArg_ParseTuple(args, "Oiiiii", &ko, &empty, &lower, &upper, &move, &work) ||
+        !arg_bitboard(ko, &key))
+        return NULL;
+    if (work < 0 || work > 63 || move < -1 || move >= self->g.width) {
+        PyErr_SetString(PyExc_ValueError, "put: work must be 0..63 and move -1..width-1");
+        return NULL;
+    }
+    int flipped;
+    const bitboard filed = table_canonical(&self->t, &self->g, key, empty, &flipped);
+    table_store(&self->t, &self->g, filed, empty, lower, upper, oriented(&self->g, move, flipped),
+                work);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(get_doc, "get(key, empty) -> the raw table entry of the position, or 0.");
+static PyObject *Core_get(Core *self, PyObject *args) {
+    PyObject *ko;
+    bitboard key;
+    int empty;
+    if (!PyArg_ParseTuple(args, "Oi", &ko, &empty) || !arg_bitboard(ko, &key)) return NULL;
+    int flipped;
+    const bitboard filed = table_canonical(&self->t, &self->g, key, empty, &flipped);
+    return PyLong_FromUnsignedLongLong(table_probe(&self->t, &self->g, filed, empty));
+}
+
+PyDoc_STRVAR(add_known_doc,
+             "add_known(keys, scores, best)\n\n"
+             "Ask these exact scores at the root and inside every search, after the tiers\n"
+             "added before (keys: uint64 canonical keys, strictly increasing; scores: int8;\n"
+             "best: int8 canonical columns; C-contiguous buffers, such as array.array or a\n"
+             "memory map, kept alive until clear_known). At most 4 tiers.");
+static PyObject *Core_add_known(Core *self, PyObject *args) {
+    PyObject *objects[3];
+    if (!PyArg_ParseTuple(args, "OOO", &objects[0], &objects[1], &objects[2])) return NULL;
+    if (self->known.count >= MAX_KNOWN) {
+        PyErr_SetString(PyExc_ValueError, "add_known: the core holds 4 tiers already");
+        return NULL;
+    }
+    Py_buffer *views = self->known_buffers[self->known.count];
+    for (int j = 0; j < 3; j++) {
+        if (PyObject_GetBuffer(objects[j], &views[j], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+            while (j-- > 0) PyBuffer_Release(&views[j]);
+            return NULL;
+        }
+    }
+    const Py_ssize_t n = views[0].len / 8;
+    if (views[0].itemsize != 8 || views[1].itemsize != 1 || views[2].itemsize != 1 ||
+        views[1].len != n || views[2].len != n) {
+        for (int j = 0; j < 3; j++) PyBuffer_Release(&views[j]);
+        PyErr_SetString(PyExc_ValueError,
+                        "add_known: keys must be 8-byte, scores and best 1-byte items, "
+                        "as many of each");
+        return NULL;
+    }
+    Known k;
+    known_init(&k, &self->g, views[0].buf, views[1].buf, views[2].buf, (size_t)n);
+    known_set_add(&self->known, &k);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Core_clear_known(Core *self, PyObject *Py_UNUSED(ignored)) {
+    drop_known(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Core_interrupt(Core *self, PyObject *Py_UNUSED(ignored)) {
+    self->deadline = -INFINITY;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Core_reset(Core *self, PyObject *Py_UNUSED(ignored)) {
+    Py_BEGIN_ALLOW_THREADS
+    table_reset(&self->t);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+static PyObject *Core_get_deadline(Core *self, void *Py_UNUSED(c)) {
+    return PyFloat_FromDouble(self->deadline);
+}
+
+static int Core_set_deadline(Core *self, PyObject *value, void *Py_UNUSED(c)) {
+    const double d = value == NULL || value == Py_None ? INFINITY : PyFloat_AsDouble(value);
+    if (d == -1.0 && PyErr_Occurred()) return -1;
+    self->deadline = d;
+    return 0;
+}
+
+static PyObject *Core_get_int(Core *self, void *field) {
+    switch ((intptr_t)field) {
+    case 0: return PyLong_FromLong(self->g.width);
+    case 1: return PyLong_FromLong(self->g.height);
+    case 2: return PyLong_FromLong(self->g.key_bits);
+    case 3: return PyLong_FromSize_t(self->t.count * sizeof(uint64_t));
+    default: return PyLong_FromLong(self->known.max_ply);
+    }
+}
+
+static PyMethodDef Core_methods[] = {
+    {"init", (PyCFunction)Core_init_bounds, METH_VARARGS, init_doc},
+    {"step", (PyCFunction)Core_step, METH_VARARGS, step_doc},
+    {"known", (PyCFunction)Core_known, METH_VARARGS, known_doc},
+    {"batch", (PyCFunction)Core_batch, METH_VARARGS, batch_doc},
+    {"put", (PyCFunction)Core_put, METH_VARARGS, put_doc},
+    {"get", (PyCFunction)Core_get, METH_VARARGS, get_doc},
+    {"add_known", (PyCFunction)Core_add_known, METH_VARARGS, add_known_doc},
+    {"clear_known", (PyCFunction)Core_clear_known, METH_NOARGS,
+     "Forget every tier of known scores (and release their buffers)."},
+    {"interrupt", (PyCFunction)Core_interrupt, METH_NOARGS,
+     "End the search in progress (safe from any thread): the deadline becomes -inf."},
+    {"reset", (PyCFunction)Core_reset, METH_NOARGS, "Forget everything the table holds."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Core_getset[] = {
+    {"deadline", (getter)Core_get_deadline, (setter)Core_set_deadline,
+     "Absolute deadline on time.monotonic() of the searches (inf: none).", NULL},
+    {"width", (getter)Core_get_int, NULL, "Board width.", (void *)0},
+    {"height", (getter)Core_get_int, NULL, "Board height.", (void *)1},
+    {"key_bits", (getter)Core_get_int, NULL, "Bits of a key: width * (height + 1).", (void *)2},
+    {"table_bytes", (getter)Core_get_int, NULL, "Bytes of the transposition table.", (void *)3},
+    {"known_max_ply", (getter)Core_get_int, NULL,
+     "The deepest ply of the known scores consulted in the search (-1: none).", (void *)4},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject CoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "engine.solver._core.Core",
+    .tp_doc = PyDoc_STR("Core(width, height, table_bytes, near_end_cells=18, mirror_cells=28, "
+                        "etc_cells=18): one board size's search and table."),
+    .tp_basicsize = sizeof(Core),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Core_init,
+    .tp_dealloc = (destructor)Core_dealloc,
+    .tp_methods = Core_methods,
+    .tp_getset = Core_getset,
+};
+
+PyDoc_STRVAR(prefix_sums_doc,
+             "prefix_sums(gaps, keys) -> bool\n\n"
+             "keys[i] = gaps[0] + ... + gaps[i] (both buffers of native uint64, as many of each;\n"
+             "keys writable): the book file's keys from the gaps it stores. True if the keys\n"
+             "are strictly increasing (no gap after the first is 0, and no sum wraps).");
+static PyObject *prefix_sums(PyObject *Py_UNUSED(module), PyObject *args) {
+    Py_buffer in, out;
+    if (!PyArg_ParseTuple(args, "y*w*", &in, &out)) return NULL;
+    if (in.len != out.len || in.len % 8 != 0) {
+        PyBuffer_Release(&in);
+        PyBuffer_Release(&out);
+        PyErr_SetString(PyExc_ValueError, "prefix_sums: two buffers of as many 8-byte items");
+        return NULL;
+    }
+    const Py_ssize_t n = in.len / 8;
+    int increasing = 1;
+    uint64_t sum = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t gap;
+        memcpy(&gap, (const char *)in.buf + 8 * i, 8); /* the bytes object may be unaligned */
+        if (i > 0 && gap == 0) increasing = 0;
+        if (sum + gap < sum) increasing = 0;
+        sum += gap;
+        memcpy((char *)out.buf + 8 * i, &sum, 8);
+    }
+    PyBuffer_Release(&in);
+    PyBuffer_Release(&out);
+    return PyBool_FromLong(increasing);
+}
+
+static PyMethodDef core_functions[] = {
+    {"prefix_sums", prefix_sums, METH_VARARGS, prefix_sums_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef core_module = {
+    PyModuleDef_HEAD_INIT, "engine.solver._core",
+    "The exact Connect Four solver, compiled ahead of time (see engine/solver/csrc/).", -1,
+    core_functions, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__core(void) {
+    if (PyType_Ready(&CoreType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&core_module);
+    if (!m) return NULL;
+    Py_INCREF(&CoreType);
+    if (PyModule_AddObject(m, "Core", (PyObject *)&CoreType) < 0) {
+        Py_DECREF(&CoreType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    PyModule_AddIntConstant(m, "FULL", FULL_COLUMN);
+    PyModule_AddIntConstant(m, "OK", STATUS_OK);
+    PyModule_AddIntConstant(m, "ABORTED", STATUS_ABORTED);
+    PyModule_AddIntConstant(m, "NEAR_END_BYTES", NEAR_END_BYTES);
+    PyModule_AddIntConstant(m, "CHECK_EVERY", CHECK_EVERY);
+    return m;
+}

@@ -1,0 +1,142 @@
+/* The root driver: see root.h. */
+#include "root.h"
+
+/* x * eighths / 8, rounded towards 0. */
+static int part(int x, int eighths) { return x >= 0 ? eighths * x / 8 : -(-eighths * x / 8); }
+
+Bounds root_init(const Geometry *g, const Table *t, const KnownSet *known, bitboard cur,
+                 bitboard mask, int ply) {
+    Bounds b = {0, 0, -1};
+    if (ply >= g->cells) return b;
+    const bitboard moves = possible(g, mask);
+    const bitboard wins = winning_cells(g, cur, mask) & moves;
+    if (wins) {
+        b.lo = b.hi = score_win_now(g, ply);
+        b.best = first_column(g, wins);
+        return b;
+    }
+    {
+        int exact, move;
+        if (known_lookup(known, g, cur + mask, ply, &exact, &move) && move >= 0) {
+            b.lo = b.hi = exact;
+            b.best = move;
+            return b;
+        }
+    }
+    b.lo = score_loss_next(g, ply);  /* the opponent wins at its next move */
+    b.hi = score_highest(g, ply);    /* we win at our move after next */
+    int flipped;
+    const int empty = g->cells - ply;
+    const bitboard key = table_canonical(t, g, cur + mask, empty, &flipped);
+    const uint64_t entry = table_probe(t, g, key, empty);
+    if (entry) {
+        if (entry_lower(entry) > b.lo && entry_move(entry) >= 0) { /* only with its proof */
+            b.lo = entry_lower(entry);
+            b.best = oriented(g, entry_move(entry), flipped);
+        }
+        if (entry_upper(entry) < b.hi) b.hi = entry_upper(entry);
+    }
+    return b;
+}
+
+Bounds root_step(Search *s, bitboard cur, bitboard mask, int ply, Bounds b, int weak) {
+    int med;
+    if (weak) {
+        med = b.hi >= 1 && b.lo <= 0 ? 0 : -1;
+    } else {
+        med = b.lo + (b.hi - b.lo) / 2;
+        const int reach = ply * 14 < s->g->cells * 5 ? EARLY_REACH : REACH;
+        if (med <= 0 && part(b.lo, reach) < med)
+            med = part(b.lo, reach);
+        else if (med >= 0 && part(b.hi, reach) > med)
+            med = part(b.hi, reach);
+    }
+    const int value = search(s, cur, mask, ply, med, med + 1);
+    if (s->aborted) return b;
+    if (value <= med) {
+        if (value < b.hi) b.hi = value;
+    } else {
+        if (value > b.lo) b.lo = value;
+        if (s->root_best >= 0) b.best = s->root_best;
+    }
+    return b;
+}
+
+int fallback_move(const Geometry *g, bitboard cur, bitboard mask) {
+    const bitboard moves = possible(g, mask);
+    const bitboard threats = winning_cells(g, cur ^ mask, mask);
+    const bitboard forced = moves & threats;
+    const bitboard safe = (forced ? forced : moves) & ~(threats >> 1);
+    return first_column(g, safe ? safe : moves);
+}
+
+Bounds solve_position(Search *s, bitboard cur, bitboard mask, int ply, int weak) {
+    Bounds b = root_init(s->g, s->t, s->known, cur, mask, ply);
+    s->aborted = 0;
+    while (!settled(b, weak)) {
+        b = root_step(s, cur, mask, ply, b, weak);
+        if (s->aborted) return b;
+    }
+    if (b.best < 0 && ply < s->g->cells) b.best = fallback_move(s->g, cur, mask);
+    return b;
+}
+
+int analyze_position(Search *s, bitboard cur, bitboard mask, int ply, int weak, int *out) {
+    const Geometry *g = s->g;
+    const bitboard moves = possible(g, mask);
+    const bitboard wins = winning_cells(g, cur, mask) & moves;
+    for (int c = 0; c < g->width; c++) out[c] = FULL_COLUMN;
+    int best = -1;
+    for (int k = 0; k < g->width; k++) {
+        const int column = g->order[k];
+        const bitboard move = moves & g->colmask[column];
+        if (!move) continue;
+        int score;
+        if (wins & move) {
+            score = weak ? 1 : score_win_now(g, ply);
+        } else {
+            const Bounds b = solve_position(s, cur ^ mask, mask | move, ply + 1, weak);
+            if (s->aborted) return -1;
+            score = weak ? -weak_value(b) : -b.lo;
+        }
+        out[column] = score;
+        if (best < 0 || score > out[best]) best = column;
+    }
+    return best;
+}
+
+int parse_moves(const Geometry *g, const char *text, size_t length, bitboard *cur,
+                bitboard *mask, int *ply) {
+    bitboard c = 0, m = 0;
+    int n = 0, over = 0, status = STATUS_OK;
+    for (size_t p = 0; p < length; p++) {
+        const int ch = (unsigned char)text[p];
+        if (ch < '1' || ch > '9') {
+            status = STATUS_BAD_CHARACTER;
+            break;
+        }
+        const int column = ch - '1';
+        if (column >= g->width) {
+            status = STATUS_OUT_OF_RANGE;
+            break;
+        }
+        if (over) {
+            status = STATUS_MOVE_AFTER_END;
+            break;
+        }
+        const bitboard top = g->colmask[column] & ~(g->colmask[column] >> 1);
+        if (m & top) {
+            status = STATUS_COLUMN_FULL;
+            break;
+        }
+        c ^= m;
+        m |= m + (g->bottom & g->colmask[column]);
+        n++;
+        if (alignment(g, c ^ m) || n == g->cells) over = 1;
+    }
+    if (status == STATUS_OK && over) status = STATUS_GAME_OVER;
+    *cur = c;
+    *mask = m;
+    *ply = n;
+    return status;
+}

@@ -1,0 +1,74 @@
+/* The root driver: narrowing a position's bounds with null-window searches
+ * (Pons' iterative solve), parsing, and every column's score.
+ *
+ * The driver keeps lo <= s <= hi for the root's exact score s and asks the
+ * node search one yes/no question at a time: "is s > med?" (a search with
+ * the window (med, med + 1)). The answer moves lo up or hi down. med halves
+ * the interval but, as in Pons' solver, is never closer to 0 than half-way
+ * to the bound on its side: questions far from 0 are answered in few nodes
+ * and leave bounds in the table for the costly ones near s. Early in the
+ * game (fewer than 5/14 of the cells filled) the question goes 7/8 of the
+ * way out: on Pons' sets that saves 65% of the nodes on Test_L1_R1 and 10%
+ * on Test_L1_R2 (and costs about 6% on a sample of Test_L1_R3). A weak solve
+ * only needs the sign: "s > 0?" and then, if not, "s > -1?".
+ * Every question leaves its proven bounds in the table. */
+#ifndef PLYBOT_ROOT_H
+#define PLYBOT_ROOT_H
+
+#include "search.h"
+
+#define REACH 4       /* eighths of the way towards a bound a question is kept (Pons: half) */
+#define EARLY_REACH 7 /* ... early in the game, where windows are wide */
+#define FULL_COLUMN (-128) /* a full column's score in an analysis */
+
+/* Status of a parsed notation (the numbers engine/solver/results.py reads). */
+enum {
+    STATUS_OK = 0,
+    STATUS_BAD_CHARACTER = 1, /* not a digit 1..9 */
+    STATUS_OUT_OF_RANGE = 2,  /* a column digit beyond the board's width */
+    STATUS_COLUMN_FULL = 3,
+    STATUS_MOVE_AFTER_END = 4, /* moves after a win or a full board */
+    STATUS_GAME_OVER = 5,      /* the position itself is finished */
+    STATUS_ABORTED = 6         /* the deadline or the node limit came first */
+};
+
+typedef struct {
+    int lo, hi, best; /* lo <= s <= hi; best: a column known to reach lo, or -1 */
+} Bounds;
+
+/* True once the bounds answer the question (the score, or for `weak` its sign). */
+static inline int settled(Bounds b, int weak) {
+    if (b.lo >= b.hi) return 1;
+    return weak && (b.lo >= 1 || b.hi <= -1 || (b.lo >= 0 && b.hi <= 0));
+}
+
+/* The sign of a score whose bounds are settled(.., 1). */
+static inline int weak_value(Bounds b) { return b.lo >= 1 ? 1 : (b.hi <= -1 ? -1 : 0); }
+
+/* Initial bounds of an unfinished position, from the rules, what is known
+ * and the table: settled at once for an immediate win, a full board or a
+ * known position (with a best move). */
+Bounds root_init(const Geometry *g, const Table *t, const KnownSet *known, bitboard cur,
+                 bitboard mask, int ply);
+
+/* One null-window question. Precondition: !settled(b, weak), b from
+ * root_init and earlier steps on this position. On abort s->aborted is set
+ * and b is returned unchanged. */
+Bounds root_step(Search *s, bitboard cur, bitboard mask, int ply, Bounds b, int weak);
+
+/* Narrow until settled (or aborted); `best` is filled in where no search named one. */
+Bounds solve_position(Search *s, bitboard cur, bitboard mask, int ply, int weak);
+
+/* Score every column into out[width] (FULL_COLUMN for a full one; with weak,
+ * signs); returns the best column, or -1 if aborted (s->aborted set). */
+int analyze_position(Search *s, bitboard cur, bitboard mask, int ply, int weak, int *out);
+
+/* A best move where no search named one: the first move that does not lose
+ * at once, else the first legal move. Precondition: ply < cells. */
+int fallback_move(const Geometry *g, bitboard cur, bitboard mask);
+
+/* Play the column digits text[0:length]; returns a status and the position. */
+int parse_moves(const Geometry *g, const char *text, size_t length, bitboard *cur,
+                bitboard *mask, int *ply);
+
+#endif

@@ -1,0 +1,58 @@
+/* The node search: negamax with alpha-beta over bitboards (Pons' negamax).
+ *
+ * Contract of search(), for a window alpha < beta (fail-hard, as Pons):
+ *   precondition: the side to move cannot win at once, and the position is
+ *   not full;
+ *   returns v with s <= v <= alpha if s <= alpha, beta <= v <= s if s >= beta,
+ *   and v == s otherwise (s = the exact score);
+ *   stores in the table only bounds proven by finished subtrees, so an
+ *   aborted search (deadline, node limit) leaves the table correct; an
+ *   aborted search's value means nothing.
+ *
+ * Per node: count it; find the opponent's winning cells (inherited from the
+ * parent, which computed them while ordering its moves); prune to the moves
+ * that do not lose at once (two threats we can reach, or every move under
+ * one of its winning cells: lost); narrow the window by the named score
+ * bounds (position.h); ask what is known exactly (known.h: the book, at its
+ * plies), then the table; where the children live in the table's main
+ * region, prefetch their buckets and cut off at once if one of them is
+ * already known to refute the window (enhanced transposition cut-off); then
+ * try the moves, best first (movesorter.h). A null window (beta = alpha + 1)
+ * makes every node a yes/no question, which is what the root driver asks.
+ *
+ * Interruptible: the clock and the node limit are checked once every
+ * CHECK_EVERY nodes; *deadline is read afresh each time, so another thread
+ * can end a search by moving it to -infinity (it returns within ~0.2 ms). */
+#ifndef PLYBOT_SEARCH_H
+#define PLYBOT_SEARCH_H
+
+#include <stdint.h>
+
+#include "known.h"
+#include "position.h"
+#include "table.h"
+
+#define CHECK_EVERY 1024
+
+typedef struct {
+    const Geometry *g;
+    Table *t;
+    const KnownSet *known;   /* what is known beyond the table (maybe nothing) */
+    volatile double *deadline; /* on CLOCK_MONOTONIC, as Python's time.monotonic() */
+    int64_t node_limit;      /* stop once nodes passes it */
+    int64_t nodes;           /* counted, carried across searches by the caller */
+    /* Set by search(): */
+    int aborted;
+    int root_best;           /* the root column that raised alpha or cut off, or -1 */
+    /* Private: */
+    int ply0;
+    int64_t next_check;
+} Search;
+
+/* Seconds on CLOCK_MONOTONIC. */
+double monotonic_seconds(void);
+
+/* Negamax of (cur, mask) with `ply` stones in (alpha, beta); see the contract above. */
+int search(Search *s, bitboard cur, bitboard mask, int ply, int alpha, int beta);
+
+#endif

@@ -129,11 +129,10 @@ class Settings(BaseSettings):
         1024,
         ge=0,
         le=1 << 20,
-        description="Resident memory a worker keeps within: once less than 128 MB of it is "
-        "left after a job (what the next job may add), the worker makes way for a fresh process "
-        "(the compiled code of every board size it was asked about goes with it); 0: never. "
-        "Keep it well above the solver tables' budget (a book build's table, `book_table_mb`, "
-        "counts on top of it).",
+        description="Resident memory a worker keeps within: once less than 32 MB of it is "
+        "left after a job (what the next job may add beyond the tables' budget), the worker "
+        "makes way for a fresh process; 0: never. Keep it well above the solver tables' budget "
+        "(a book build's table, `book_table_mb`, counts on top of it).",
     )
     solver_fresh_table: bool = Field(
         False,

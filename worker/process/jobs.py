@@ -454,9 +454,10 @@ def clear_tables() -> None:
 
 
 def warm_up(cache: PositionCache | None = None) -> float:
-    """Compile and load the engine once per process (before the first job); seconds taken.
+    """Load the engine once per process (before the first job); seconds taken.
 
-    ``cache`` is the one the jobs will use: the solver is made with it, once.
+    The solver's core is compiled ahead of time (at install): this imports the engine, opens
+    the book and makes the process's solver, with ``cache``, the one the jobs will use.
     """
     from engine.analysis import analyze
     from engine.game import new_game
@@ -464,10 +465,6 @@ def warm_up(cache: PositionCache | None = None) -> float:
     start = time.monotonic()
     for game, position in (("tictactoe", "5"), ("connect4", "4444")):
         analyze(new_game(game, position), mode="depth", depth=2)
-    board = new_game("connect4", "4444445525")  # the compiled solver: load it, fill its table
-    solver = _solver(board, cache)
-    analyze(board, mode="solve", solver=solver, deadline=time.monotonic() + 60)
-    # The batch entry point too (book chunks): loaded inside a chunk, it could not give way
-    # to a bot move until it was (seconds, or a minute to compile on a loaded machine).
-    solver.solve_batch([board.notation()])
+    board = new_game("connect4", "4444")
+    analyze(board, mode="solve", solver=_solver(board, cache), deadline=time.monotonic() + 60)
     return time.monotonic() - start

@@ -90,9 +90,9 @@ log = logging.getLogger("plybot.worker")
 PREEMPT_AFTER_S = 0.15
 #: How often a busy worker looks for a cancel of its job or a bot move waiting.
 WATCH_INTERVAL_S = 0.1
-#: The most one job adds to a worker's resident memory: a board size compiled afresh (86 MB
-#: for 3x3, about 32 MB for larger boards, measured), its table being within the table budget.
-JOB_GROWTH_BYTES = 128 << 20
+#: The most one job adds to a worker's resident memory beyond its tables' budget (the solver's
+#: core is compiled once for every board size: a new size costs its table and about 1 MB).
+JOB_GROWTH_BYTES = 32 << 20
 #: The exit status of a worker that left to be replaced (memory past its budget): the
 #: supervisor starts a fresh one at once, with no backoff and no warning.
 RECYCLE_EXIT = 3
@@ -499,9 +499,9 @@ class PlybotWorker(SimpleWorker):
         """Near ``worker_memory_mb`` (less than ``JOB_GROWTH_BYTES`` left), stop as RQ stops
         (warm shutdown, between jobs) so that a fresh process replaces this one.
 
-        Each board size a worker is asked about leaves compiled code behind, which no process
-        can unload; its solver tables alone are budgeted by ``worker_table_mb``, and the book
-        build's table by ``book_table_mb`` on top. As Celery's max-memory-per-child.
+        Its solver tables are budgeted by ``worker_table_mb``, and the book build's table by
+        ``book_table_mb`` on top; what else a process keeps (Python's own heap) is bounded
+        here, as Celery's max-memory-per-child.
         """
         budget = self.settings.worker_memory_mb << 20
         if not budget or self.recycle:

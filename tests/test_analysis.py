@@ -23,7 +23,7 @@ from engine.connect4 import Connect4
 from engine.errors import GameOverError, PlybotError
 from engine.search import CHECK_EVERY, SearchLimits, search
 from engine.solver import Solver
-from engine.solver.negamax import CHECK_EVERY as SOLVER_CHECK_EVERY
+from engine.solver._core import CHECK_EVERY as SOLVER_CHECK_EVERY
 from engine.tictactoe import TicTacToe
 from tests.fixtures.waiting import wait_for
 

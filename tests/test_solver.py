@@ -9,13 +9,13 @@ import re
 import time
 
 import pytest
-from engine.solver.negamax import CHECK_EVERY
 
 from engine.bench.sets import load_set
 from engine.cache import EXACT_DEPTH, CacheEntry, MemoryCache
 from engine.connect4 import Connect4
 from engine.errors import GameOverError, IllegalMoveError, NotationError
 from engine.solver import SolveProgress, Solver, SolveResult
+from engine.solver._core import CHECK_EVERY
 from tests.fixtures.waiting import wait_for
 
 SMALL_TABLE = 1 << 20

@@ -309,25 +309,24 @@ class PlybotWorker(SimpleWorker):
         given to another run while this worker hung (its lease lapsed: that run answers).
         So a job ends once, with one answer.
 
-        Looked up in Redis only when it may be so: a cancel was seen, or the lease was not
-        renewed within its length (a lease renewed since can have been taken by nobody).
+        A cancel is looked up every time (one that came as the job ended must hold); who
+        holds the job, only when the lease was not renewed within its length (a lease renewed
+        since can have been taken by nobody).
         """
-        lapsed = time.monotonic() - self._renewed_at >= self.settings.worker_lease_s
-        if not lapsed and not isinstance(self._interrupt, jobs.JobCanceled):
+        if self.store.canceled(job.id):
+            return self._let_go(job, execution, "it was canceled as it ended: it stays canceled")
+        if time.monotonic() - self._renewed_at < self.settings.worker_lease_s:
             return False
         current = self.store.job(job.id)
         status = current.get_status(refresh=False) if current is not None else None
-        if (
-            current is not None
-            and status == JobStatus.STARTED
-            and current.worker_name == self.name
-            and not self.store.canceled(job.id)
-        ):
-            return False
+        if current is None or status != JobStatus.STARTED or current.worker_name != self.name:
+            return self._let_go(job, execution, f"another run has it ({status})")
+        return False
+
+    def _let_go(self, job: Job, execution: Execution | None, why: str) -> bool:
+        """End only this run's execution of ``job``, whose end is not this run's to record."""
         self._lost_run = True
-        log.info(
-            "job %s is no longer this run's (%s): its end is not recorded here", job.id, status
-        )
+        log.info("job %s: %s; its end is not recorded here", job.id, why)
         with self.connection.pipeline() as pipe:
             self.cleanup_execution(job, pipeline=pipe, execution=execution)
             pipe.execute()

@@ -46,6 +46,7 @@ from typing import Any
 import httpx
 import redis
 
+from engine.bench.slow import SLOW
 from worker.bench.loadtest import load_positions
 from worker.core.jobstore import JobStore
 from worker.core.settings import get_settings
@@ -574,7 +575,8 @@ def run_chaos(
     """Run ``phases`` against a fresh ``plybot up``; one result per phase (a phase with a
     count of 0 is left out)."""
     quick = load_positions("Test_L1_R2", 60)
-    long = load_positions("Test_L1_R3", 40)
+    # Past the opening book, seconds each: a worker is seen running one when a fault comes.
+    long = list(SLOW.items())
     runs: dict[str, Callable[[_Service], PhaseResult | None]] = {
         "redis-killed": lambda s: _phase_redis_killed(
             s, quick[0:10], long[0:2], quick[59][0], outage_s
@@ -586,7 +588,7 @@ def run_chaos(
             s, "worker SIGSTOPped", signal.SIGSTOP, quick[16:22], long[3:4]
         ),
         "redis-full": lambda s: _phase_redis_full(s, quick[22:30], long[4:5], full_s),
-        "bot-moves": lambda s: _phase_bot_moves(s, long[10 : 12 + 2 * workers], moves),
+        "bot-moves": lambda s: _phase_bot_moves(s, long[5 : 5 + 2 * workers], moves),
         "load": lambda s: _phase_concurrency(s, lanes) if lanes else None,
         "slow-clients": lambda s: _phase_slow_clients(s, slow) if slow else None,
         "board-sizes": lambda s: _phase_board_sizes(s, board_sizes()[:sizes]) if sizes else None,

@@ -69,7 +69,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -444,8 +443,7 @@ class JobClient:
         workers = []
         for worker in Worker.all(connection=conn, serializer=JSONSerializer):
             raw = conn.get(keys.worker_info(worker.name))
-            info = json.loads(raw) if raw else {}
-            job = info.get("job") if raw else None
+            job = worker.get_current_job_id() if raw else None
             workers.append(
                 WorkerStatus(
                     name=worker.name,

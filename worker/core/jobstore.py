@@ -351,18 +351,21 @@ class JobStore:
 
     def live_workers(self) -> dict[str, dict[str, Any]]:
         """RQ's workers that are alive: name -> plybot's info of it (``pid``, ``host``,
-        ``queues``, ``job``: the job in hand or ``None``, ``table_bytes``, ``rss``).
+        ``queues``, ``table_bytes``, ``rss``) and ``job``, the job in hand (RQ's record of
+        the worker's execution) or ``None``.
 
         Alive: RQ lists it and its housekeeping renewed its info within its lease (a hung
         or stopped worker drops out within ``3 * worker_lease_s``).
         """
-        names = [w.name for w in Worker.all(connection=self.redis, serializer=JSONSerializer)]
-        if not names:
+        workers = Worker.all(connection=self.redis, serializer=JSONSerializer)
+        if not workers:
             return {}
-        infos = self.redis.mget([keys.worker_info(name) for name in names])
-        return {
-            name: json.loads(raw) for name, raw in zip(names, infos, strict=True) if raw is not None
-        }
+        infos = self.redis.mget([keys.worker_info(w.name) for w in workers])
+        live = {}
+        for worker, raw in zip(workers, infos, strict=True):
+            if raw is not None:
+                live[worker.name] = {**json.loads(raw), "job": worker.get_current_job_id()}
+        return live
 
     def job(self, job_id: str) -> Job | None:
         """RQ's job (``None``: RQ has no such job)."""

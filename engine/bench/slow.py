@@ -1,0 +1,27 @@
+"""Connect Four positions whose exact solve takes seconds: for what needs a search to take a while.
+
+Every position up to ply 8 is in the shipped opening book and answers at once, and the
+ply-9 layer is being added to it, so whatever needs a worker busy, a deadline to pass or an
+estimate to show (the tests, ``plybot chaos``) uses these: positions at ply 10, past any
+book the project builds soon, sampled uniformly (``engine.sampling``, seed 11) and kept
+where a plain solve took 1.6-5.6 s on one core of a 2-core machine here, with a fresh 64 MB
+table (an exact analysis of every column 3.2-9.6 s). Users that share a Redis or a process
+take different ones, so the shared cache or a solver's table never answers one at once.
+"""
+
+from __future__ import annotations
+
+__all__ = ["SLOW"]
+
+#: notation -> exact score for the side to move (Pons' convention).
+SLOW: dict[str, int] = {
+    "5655723221": 0,
+    "7737333613": 0,
+    "7447442311": 3,
+    "6674413113": 0,
+    "5333361116": 1,
+    "7776366712": -3,
+    "7777545512": -2,
+    "7677655115": 2,
+    "7555222261": -2,
+}

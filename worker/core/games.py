@@ -31,6 +31,7 @@ them any more, so they may expire, or be evicted first under memory pressure).
 
 from __future__ import annotations
 
+import functools
 import secrets
 import time
 from collections.abc import Callable
@@ -135,8 +136,12 @@ class GameSession(BaseModel):
     # -- reading -------------------------------------------------------------------
 
     def position(self) -> Game:
-        """The engine's position of this game."""
-        return new_game(self.game, self.notation, self.variant)
+        """The engine's position of this game (a copy of its own: the caller may play on it).
+
+        Each notation is parsed once (:func:`_parsed`): a redraw, a move and the checks
+        around it ask for the position several times.
+        """
+        return _parsed(self.game, self.notation, self.variant).copy()
 
     @property
     def ongoing(self) -> bool:
@@ -317,6 +322,12 @@ class GameSession(BaseModel):
                 "updated_at": time.time() if now is None else now,
             }
         )
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(game: str, notation: str, variant: str) -> Game:
+    """The position of ``notation``, parsed once (never handed out: callers get copies)."""
+    return new_game(game, notation, variant)
 
 
 def _moves_of(position: Game) -> list[int]:

@@ -642,11 +642,18 @@ def start_long_solve(browser: Browser, site: str, notation: str) -> str:
         lambda d: d.execute_script("const r = window.plybot.analyser.running; return r && r.id;"),
         message="the page never submitted the analysis",
     )
-    browser.wait(
-        lambda _d: any(w["job"] == job for w in service_status(site)["workers"]),
-        timeout=30,
-        message="no worker took the analysis",
-    )
+
+    def taken(_d: object) -> bool:
+        if any(w["job"] == job for w in service_status(site)["workers"]):
+            return True
+        code, analysis = api_json(site, "GET", f"/v1/analyses/{job}")
+        assert code == 200, analysis
+        # Its own record says so as soon as a worker starts it; one that ended before this
+        # test looked could not be left mid-solve: say what it was.
+        assert analysis["status"] in ("queued", "running"), analysis
+        return bool(analysis["status"] == "running")
+
+    browser.wait(taken, timeout=30, message="no worker took the analysis")
     return job
 
 

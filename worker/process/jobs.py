@@ -110,6 +110,9 @@ class JobContext:
     in_function: bool = False
     #: What the job function returned (JSON), for the worker to tell the waiters.
     result: dict[str, Any] | None = None
+    #: The exception the worker asked to raise in the job (cancel, stop, preemption); raised
+    #: as soon as the job function runs, if asked before it did.
+    interrupt: BaseException | None = None
 
     def flush(self, *, final: bool = False) -> None:
         """Publish the buffered progress events.
@@ -234,6 +237,9 @@ def _job_function(
                 try:
                     if context is not None:
                         context.in_function = True
+                        if context.interrupt is not None:  # asked before the function ran
+                            context.in_function = False
+                            raise context.interrupt
                     result = function(request)
                 finally:
                     if context is not None:

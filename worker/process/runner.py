@@ -374,20 +374,23 @@ class PlybotWorker(SimpleWorker):
     # -- interrupting the job in hand ----------------------------------------------------
 
     def _stop_job(self, exc: BaseException) -> None:
-        """Raise ``exc`` in the running job function (from another thread)."""
+        """Raise ``exc`` in the running job function (from another thread), now if it runs
+        Python, or as soon as it starts if it has not yet."""
         if self._interrupt is not None:
             return
         self._interrupt = exc
+        context = jobs.current
+        if context is not None:
+            context.interrupt = exc
         log.info("job %s: %s", self._running.job.id if self._running else "-", exc)
         _thread.interrupt_main(signal.SIGUSR1)  # raised in the job once it runs Python
         jobs.interrupt()  # and the compiled solver returns within milliseconds
 
     def _on_interrupt(self, _signum: int, _frame: FrameType | None) -> None:
-        exc = self._interrupt
         context = jobs.current
-        if exc is not None and context is not None and context.in_function:
+        if context is not None and context.in_function and context.interrupt is not None:
             context.in_function = False  # raised once, and never outside the job function
-            raise exc
+            raise context.interrupt
 
     # -- housekeeping ------------------------------------------------------------------
 

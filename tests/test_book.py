@@ -239,7 +239,7 @@ def test_shipped_book_is_compact_and_loads_fast() -> None:
     # The first player wins with the last stone: the best the second player can do is
     # a loss at the first player's 21st stone, so the empty board scores 22 - 21 = 1.
     assert empty == (1, 3)
-    assert book.complete == 8  # every position up to ply 8, whatever both sides played
+    assert book.complete == 9  # every position up to ply 9, whatever both sides played
     for ply in range(book.complete + 1):
         assert all(q in book for q in positions_at(ply)), ply
 

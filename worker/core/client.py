@@ -235,7 +235,7 @@ class JobClient:
         )
         self._threads = ThreadPoolExecutor(_RQ_THREADS, thread_name_prefix="rq-call")
         #: Queued jobs seen in no queue, since when (see :meth:`_recover_if_lost`).
-        self._lost_since: dict[str, float] = {}
+        self._lost_since: dict[str, tuple[float, str]] = {}
         self.store = JobStore(self._sync, self.settings)
         # The workers' shared position cache, read at submission (synchronous, with its
         # short timeout and circuit breaker: called in a thread).
@@ -298,6 +298,8 @@ class JobClient:
             raise UnknownJob(job_id)
         if state.status == "queued":
             await self._recover_if_lost(job_id)
+        else:
+            self._lost_since.pop(job_id, None)  # seen started (or ended) since: not lost
         return state
 
     async def _recover_if_lost(self, job_id: str) -> None:
@@ -305,11 +307,15 @@ class JobClient:
         ``_LOST_AFTER_S`` apart: a worker took it and died before starting it. Every reader
         of a waiting job's state (a waiter's recheck, a GET) looks, so no accepted job is lost.
         """
-        if not await self._call(self.store.lost, job_id):
+        mark = await self._call(self.store.lost, job_id)
+        if mark is None:
             self._lost_since.pop(job_id, None)
             return
         now = time.monotonic()
-        first = self._lost_since.setdefault(job_id, now)
+        first, first_mark = self._lost_since.setdefault(job_id, (now, mark))
+        if first_mark != mark:  # enqueued or started again since the first sighting
+            self._lost_since[job_id] = (now, mark)
+            return
         if now - first >= _LOST_AFTER_S:
             self._lost_since.pop(job_id, None)
             await self._call(self.store.requeue_lost, job_id)

@@ -280,13 +280,18 @@ class JobStore:
         job = Job(job_id, connection=self.redis, serializer=JSONSerializer)
         return job.get_status(refresh=True) == JobStatus.CANCELED
 
-    def lost(self, job_id: str) -> bool:
-        """True if RQ says the job waits in its queue but it is not there: taken by a worker
-        that died between RQ's pop and the job's start (RQ's own window of milliseconds)."""
+    def lost(self, job_id: str) -> str | None:
+        """If RQ says the job waits in its queue but it is not there (taken by a worker that
+        may have died between RQ's pop and the job's start: RQ's own window of milliseconds),
+        a mark of this wait (when RQ enqueued it, when it last started); else ``None``. Two
+        sightings with the same mark, a second apart, make it lost: a job enqueued or started
+        again in between has another mark."""
         job = fetch(self.redis, job_id)
         if job is None or job.get_status(refresh=False) != JobStatus.QUEUED:
-            return False
-        return self.queue(job.origin).get_job_position(job_id) is None
+            return None
+        if self.queue(job.origin).get_job_position(job_id) is not None:
+            return None
+        return f"{job.enqueued_at}|{job.started_at}"
 
     def requeue_lost(self, job_id: str) -> None:
         """Put a :meth:`lost` job back at the front of its queue (RQ's ``enqueue_job``)."""

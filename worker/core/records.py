@@ -47,6 +47,7 @@ __all__ = [
     "fetch",
     "final_event",
     "job_state",
+    "kind_of_job",
     "one_line",
     "runs",
     "state_of",
@@ -126,7 +127,7 @@ def state_of(
     """The state of an RQ job as it stands in ``job`` (no round trip, but for a finished
     job's result when ``result`` is not given, and a failure's reason when its meta has
     none); ``ours``: plybot's record of it. ``None`` if it is not a plybot job."""
-    kind = kind_of_function(job.func_name or "") if _readable(job) else None
+    kind = kind_of_job(job)
     if kind is None:
         return None
     ours = ours or {}
@@ -179,12 +180,15 @@ def runs(job: Job, settings: Settings) -> int:
     return 1 + max(0, settings.job_max_attempts - 1 - job.retries_left)
 
 
-def _readable(job: Job) -> bool:
-    """False for a record RQ cannot read back (a foreign serializer, a broken payload)."""
+def kind_of_job(job: Job) -> JobKind | None:
+    """The kind of an RQ job, by the function its record names; ``None`` for a job that is
+    not plybot's, or whose record RQ cannot read back (a foreign serializer, a broken
+    payload)."""
     try:
-        return isinstance(job.func_name, str)
+        name = job.func_name
     except Exception:  # RQ raises DeserializationError, or the serializer's own error
-        return False
+        return None
+    return kind_of_function(name) if isinstance(name, str) else None
 
 
 def _request(kind: JobKind, value: Any) -> Any:

@@ -55,6 +55,7 @@ __all__ = [
     "JobCanceled",
     "JobContext",
     "JobDropped",
+    "JobInterrupted",
     "JobPreempted",
     "JobStopped",
     "analysis_job",
@@ -67,11 +68,20 @@ __all__ = [
 ]
 
 
-class JobCanceled(Exception):
+class JobInterrupted(BaseException):
+    """The worker stops the job in hand (raised in it from another thread).
+
+    A ``BaseException``, as ``KeyboardInterrupt`` is: raised at whatever line the job runs,
+    it must pass through the engine's ``except Exception`` (a cache that fails quietly),
+    never be taken for an error there and swallowed.
+    """
+
+
+class JobCanceled(JobInterrupted):
     """The job was canceled (RQ's ``Job.cancel``) while it ran."""
 
 
-class JobStopped(Exception):
+class JobStopped(JobInterrupted):
     """An operator stopped the job (RQ's stop-job command) while it ran."""
 
 
@@ -79,7 +89,7 @@ class JobDropped(ValueError):
     """A bot move that waited in the queue past its time-to-live."""
 
 
-class JobPreempted(Exception):
+class JobPreempted(JobInterrupted):
     """A bot move waits and every worker is busy: this analysis goes back to its queue."""
 
 

@@ -74,8 +74,8 @@ from rq.worker import SimpleWorker
 
 from worker.core import keys
 from worker.core.jobstore import JobStore
-from worker.core.kinds import INTERACTIVE, QUEUES, kind_of_function
-from worker.core.records import META_ERROR, runs, state_of, timestamp
+from worker.core.kinds import INTERACTIVE, QUEUES
+from worker.core.records import META_ERROR, kind_of_job, runs, state_of, timestamp
 from worker.core.settings import Settings, get_settings
 from worker.process import jobs
 from worker.process.backoff import is_transient, patient
@@ -232,7 +232,7 @@ class PlybotWorker(SimpleWorker):
         return max(1, round(self.settings.worker_lease_s))
 
     def perform_job(self, job: Job, queue: Queue, execution: Execution) -> bool:
-        kind = kind_of_function(job.func_name or "") if _readable(job) else None
+        kind = kind_of_job(job)
         jobs.current = jobs.JobContext(
             store=self.store,
             events=self._events,
@@ -520,13 +520,6 @@ class PlybotWorker(SimpleWorker):
             )
             self.recycle = True
             os.kill(os.getpid(), signal.SIGTERM)  # RQ's warm shutdown: no job taken after this
-
-
-def _readable(job: Job) -> bool:
-    try:
-        return isinstance(job.func_name, str)
-    except Exception:
-        return False
 
 
 def main(argv: list[str] | None = None) -> int:

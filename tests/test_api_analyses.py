@@ -166,8 +166,9 @@ def test_event_stream_of_a_failed_analysis_ends_with_the_error(
     http: httpx.Client, redis_url: str
 ) -> None:
     # A bad position never gets queued (422); a job canceled mid-search really fails.
-    # A depth search (the generic search: no opening book or cache answers it at once).
-    body = {"game": "connect4", "position": "44", "mode": "depth", "depth": 14}
+    # A depth search past the opening book (the generic search, 30 plies deep: running until
+    # it is canceled; nothing answers it at once).
+    body = {"game": "connect4", "position": "7447442311", "mode": "depth", "depth": 30}
     accepted = http.post("/v1/analyses", json=body).json()
 
     async def cancel() -> bool:

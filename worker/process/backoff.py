@@ -10,15 +10,11 @@ of its attempts.
 
 from __future__ import annotations
 
-import logging
-import threading
-import time
-from collections.abc import Callable
 from typing import TypeVar
 
 import redis
 
-__all__ = ["Backoff", "is_transient", "patient", "until_done"]
+__all__ = ["Backoff", "is_transient", "patient"]
 
 T = TypeVar("T")
 
@@ -76,36 +72,3 @@ class Backoff:
     def reset(self) -> None:
         self.delay = self.first
         self.failures = 0
-
-
-def until_done(
-    call: Callable[[], T],
-    what: str,
-    log: logging.Logger,
-    *,
-    stop: threading.Event | None = None,
-    cap: float = 2.0,
-) -> T:
-    """``call()`` until it returns, waiting out transient Redis errors (others are raised).
-
-    Logs the first failure and the recovery, not every try. ``stop``, once set,
-    makes the wait end by raising the last error.
-    """
-    backoff = Backoff(cap=cap)
-    while True:
-        try:
-            value = call()
-        except Exception as exc:
-            if not is_transient(exc) or (stop is not None and stop.is_set()):
-                raise
-            if backoff.failures == 0:
-                log.warning("%s: Redis unavailable (%s); retrying with backoff", what, exc)
-            delay = backoff.next()
-            if stop is not None:
-                stop.wait(delay)
-            else:
-                time.sleep(delay)
-            continue
-        if backoff.failures:
-            log.info("%s: Redis is back after %d tries", what, backoff.failures)
-        return value

@@ -20,6 +20,7 @@ from engine.layer import chunks, positions_at
 from engine.solver import Solver
 from tests.fixtures.waiting import wait_for
 from worker.core import keys
+from worker.process.book_build import WINDOW
 from worker.core.client import JobClient
 from worker.core.contract import BookChunkRequest, MoveRequest
 from worker.core.jobstore import JobStore
@@ -55,10 +56,11 @@ def test_workers_build_a_book_through_a_killed_builder_and_worker(
     ]  # fmt: skip
     env = {**os.environ, "REDIS_URL": redis_url}
 
-    # 1. A builder sends every chunk, with no worker running yet, and is killed.
+    # 1. A builder sends a window of chunks, with no worker running yet, and is killed.
     first = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
     queue = Queue(KINDS["book"].queue, connection=clean_redis)
-    wait_for(lambda: queue.count == len(plan))
+    assert len(plan) > WINDOW  # the window matters: never the whole layer in Redis at once
+    wait_for(lambda: queue.count == WINDOW)
     first.send_signal(signal.SIGKILL)
     first.wait()
 

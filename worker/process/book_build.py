@@ -27,23 +27,26 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+import numpy as np
 import redis
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
 from engine.book import BookLine, OpeningBook, parse
+from engine.connect4 import Connect4
+from engine.database import CHUNKS_PER_PART, UNKNOWN, Parts, records_of
 from engine.layer import CHUNK_SIZE, Chunk, chunks, derive
 from worker.core import keys
 from worker.core.contract import BookChunkRequest, BookChunkResult
 from worker.core.jobstore import IN_FLIGHT, JobStore
 from worker.core.settings import Settings
 
-__all__ = ["BookBuild", "BuildProgress"]
+__all__ = ["BookBuild", "BuildProgress", "DatabaseBuild", "LayerBuild"]
 
 log = logging.getLogger("plybot.book")
 
@@ -85,21 +88,22 @@ class _InFlight:
     tries: int = 1
 
 
+#: Chunks in flight at once: enough to keep every worker busy, few enough that a build of
+#: 64,000 chunks never puts them all in Redis at once.
+WINDOW = 64
+
+
 @dataclass
-class BookBuild:
-    """One build: a board, a layer ply, a chunk size, a layer file and a book file."""
+class LayerBuild:
+    """One build of a layer with the workers: the loop (send chunks, collect lines, ride
+    out Redis); a subclass says which chunks are left and keeps the lines it gets."""
 
     connection: redis.Redis
     settings: Settings
     width: int
     height: int
     plies: int
-    layer_path: Path
-    book_path: Path
     size: int = CHUNK_SIZE
-    solved: dict[str, BookLine] = field(default_factory=dict)
-    #: The layer's chunks, by index (made by :meth:`run`).
-    _plan: list[Chunk] = field(default_factory=list)
 
     @property
     def variant(self) -> str:
@@ -109,34 +113,53 @@ class BookBuild:
     def results_key(self) -> str:
         return keys.book_results(self.variant, self.plies, self.size)
 
-    def run(self, report: Callable[[BuildProgress], None] | None = None) -> OpeningBook:
-        """Solve what is left of the layer with the workers, then write and return the book.
+    # -- what a subclass says -------------------------------------------------------
 
-        Blocks until done; rides out Redis outages. Raises :class:`BuildError`.
-        """
-        plan = self._plan = chunks(self.plies, self.width, self.height, self.size)
-        total = sum(len(c.notations) for c in plan)
-        self.solved = {line.moves: line for line in parse(self._layer_text(), self.variant)}
-        layer = self._open_layer()
+    def _prepare(self) -> tuple[int, int]:
+        """Plan the layer and read what is solved: (positions in all, positions solved)."""
+        raise NotImplementedError
+
+    def _left(self) -> list[int]:
+        """Indices of the chunks with a position still unsolved, in order."""
+        raise NotImplementedError
+
+    def _missing(self, index: int) -> list[str]:
+        """Notations of chunk ``index``'s positions still unsolved, in order."""
+        raise NotImplementedError
+
+    def _keep(self, texts: list[str], index: int) -> int:
+        """Keep solved lines of chunk ``index`` (durably, before returning). New ones."""
+        raise NotImplementedError
+
+    def _close(self) -> None:
+        """Release what :meth:`_prepare` opened (the loop ended or failed)."""
+
+    # -- the loop -------------------------------------------------------------------
+
+    def solve_layer(self, report: Callable[[BuildProgress], None] | None = None) -> None:
+        """Solve what is left of the layer with the workers. Blocks until done; rides out
+        Redis outages. Raises :class:`BuildError`."""
+        total, done = self._prepare()
         start = time.monotonic()
-        before = len(self.solved)
+        before = done
         in_flight: dict[int, _InFlight] = {}
         store = JobStore(self.connection, self.settings)
         backoff = 0.5
         note = ""
         rescan = True  # chunks solved while no builder looked: in the results hash
-        left = plan
+        left: list[int] = []
         try:
             while True:
                 try:
                     if rescan:
-                        self._collect_results_hash(layer)
+                        done += self._collect_results_hash()
                         rescan = False
-                    left = [c for c in plan if self._missing(c)]
+                    left = self._left()
                     if not left:
                         break
                     self._submit(store, left, in_flight)
-                    rescan = self._poll(store, in_flight, layer)
+                    lost, new = self._poll(store, in_flight)
+                    rescan, done = lost, done + new
                     backoff = 0.5
                     note = ""
                 except (redis.ConnectionError, redis.TimeoutError) as exc:
@@ -149,9 +172,9 @@ class BookBuild:
                 if report is not None:
                     report(
                         BuildProgress(
-                            len(self.solved),
+                            done,
                             total,
-                            len(self.solved) - before,
+                            done - before,
                             time.monotonic() - start,
                             len(in_flight),
                             note,
@@ -160,15 +183,88 @@ class BookBuild:
                 if left:
                     time.sleep(POLL_S)
         finally:
-            layer.close()
-        book = self.write_book()
-        # A stale hash costs nothing: its chunks are all in the layer file.
+            self._close()
+        # A stale hash costs nothing: its chunks are all kept already.
         with contextlib.suppress(redis.RedisError):
             self.connection.delete(self.results_key)
         if report is not None:
-            elapsed = time.monotonic() - start
-            report(BuildProgress(total, total, len(self.solved) - before, elapsed, 0))
-        return book
+            report(BuildProgress(total, total, done - before, time.monotonic() - start, 0))
+
+    def _collect_results_hash(self) -> int:
+        new = 0
+        for field_name, value in self.connection.hgetall(self.results_key).items():
+            index = int(field_name.split(b":")[0])
+            new += self._keep(json.loads(value), index)
+            # Kept durably: the hash need not hold it any more (it would grow with the layer).
+            self.connection.hdel(self.results_key, field_name)
+        return new
+
+    def _submit(self, store: JobStore, left: list[int], in_flight: dict[int, _InFlight]) -> None:
+        for index in left:
+            if len(in_flight) >= WINDOW:
+                break
+            if index not in in_flight:
+                in_flight[index] = self._send(store, index)
+
+    def _send(self, store: JobStore, index: int, tries: int = 1) -> _InFlight:
+        """A job for the positions of chunk ``index`` not solved yet (joins one in flight)."""
+        request = BookChunkRequest(
+            variant=self.variant,
+            plies=self.plies,
+            size=self.size,
+            index=index,
+            notations=self._missing(index),
+        )
+        return _InFlight(store.submit(request).id, tries)
+
+    def _poll(self, store: JobStore, in_flight: dict[int, _InFlight]) -> tuple[bool, int]:
+        """Take the lines of finished jobs; send again what failed.
+        (a job was lost, positions newly solved)."""
+        lost = False
+        new = 0
+        indices = list(in_flight)
+        jobs = Job.fetch_many(
+            [in_flight[index].job_id for index in indices],
+            connection=self.connection,
+            serializer=JSONSerializer,
+        )
+        for index, job in zip(indices, jobs, strict=True):
+            flight = in_flight[index]
+            if job is not None and job.get_status(refresh=False) in IN_FLIGHT:
+                continue
+            del in_flight[index]
+            state = store.state(flight.job_id, with_progress=False) if job is not None else None
+            if state is None:  # the record was lost (Redis restarted without it, or removed)
+                lost = True
+            elif state.status == "done" and isinstance(state.result, BookChunkResult):
+                new += self._keep(state.result.lines, index)
+            else:
+                why = state.error or "failed"
+                if flight.tries >= MAX_TRIES:
+                    raise BuildError(f"chunk {index} failed {flight.tries} times: {why}")
+                log.warning("chunk %d failed (%s); sending it again", index, why)
+                in_flight[index] = self._send(store, index, flight.tries + 1)
+        return lost, new
+
+
+@dataclass
+class BookBuild(LayerBuild):
+    """A book's build: its layer appended to a text file, then the book derived from it."""
+
+    layer_path: Path = Path()
+    book_path: Path = Path()
+    solved: dict[str, BookLine] = field(default_factory=dict)
+    #: The layer's chunks, by index (made by :meth:`_prepare`).
+    _plan: list[Chunk] = field(default_factory=list)
+    _layer: TextIO | None = None
+
+    def run(self, report: Callable[[BuildProgress], None] | None = None) -> OpeningBook:
+        """Solve what is left of the layer with the workers, then write and return the book.
+
+        Blocks until done; rides out Redis outages. Raises :class:`BuildError`.
+        """
+        self.solve_layer(report)
+        return self.write_book()
 
     def write_book(self) -> OpeningBook:
         """Derive the book from the complete layer and write it (old entries past ply N kept)."""
@@ -182,7 +278,18 @@ class BookBuild:
         book.save(self.book_path)
         return book
 
-    # -- steps ----------------------------------------------------------------------
+    # -- the layer file ---------------------------------------------------------------
+
+    def _prepare(self) -> tuple[int, int]:
+        self._plan = chunks(self.plies, self.width, self.height, self.size)
+        self.solved = {line.moves: line for line in parse(self._layer_text(), self.variant)}
+        self._layer = self._open_layer()
+        return sum(len(c.notations) for c in self._plan), len(self.solved)
+
+    def _close(self) -> None:
+        if self._layer is not None:
+            self._layer.close()
+            self._layer = None
 
     def _layer_text(self) -> str:
         """The layer file's whole lines. A last line without its newline is a write that a
@@ -208,73 +315,93 @@ class BookBuild:
             out.flush()
         return out
 
-    def _missing(self, chunk: Chunk) -> list[str]:
-        return [n for n in chunk.notations if n not in self.solved]
+    def _left(self) -> list[int]:
+        return [c.index for c in self._plan if self._missing(c.index)]
 
-    def _keep(self, texts: Iterable[str], layer: TextIO) -> int:
-        """Add solved lines not known yet; append them to the layer file. How many were new."""
+    def _missing(self, index: int) -> list[str]:
+        return [n for n in self._plan[index].notations if n not in self.solved]
+
+    def _keep(self, texts: list[str], index: int) -> int:  # noqa: ARG002 (one file, any chunk)
         new = [
             line for line in parse("\n".join(texts), self.variant) if line.moves not in self.solved
         ]
         for line in new:
             self.solved[line.moves] = line
-        if new:
-            layer.write("".join(line.text() + "\n" for line in new))
-            layer.flush()
+        if new and self._layer is not None:
+            self._layer.write("".join(line.text() + "\n" for line in new))
+            self._layer.flush()
         return len(new)
 
-    def _collect_results_hash(self, layer: TextIO) -> None:
-        for value in self.connection.hvals(self.results_key):
-            self._keep(json.loads(value), layer)
 
-    def _submit(self, store: JobStore, left: list[Chunk], in_flight: dict[int, _InFlight]) -> None:
-        for chunk in left:
-            if chunk.index not in in_flight:
-                in_flight[chunk.index] = self._send(store, chunk)
+@dataclass
+class DatabaseBuild(LayerBuild):
+    """A stones database's build (:mod:`engine.database`): every position with ``plies``
+    stones that needs a search, solved into the database's part files."""
 
-    def _send(self, store: JobStore, chunk: Chunk, tries: int = 1) -> _InFlight:
-        """A job for the positions of ``chunk`` not solved yet (joins one in flight)."""
-        request = BookChunkRequest(
-            variant=self.variant,
-            plies=self.plies,
-            size=self.size,
-            index=chunk.index,
-            notations=self._missing(chunk),
+    directory: Path = Path()
+    _keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+    _starts: np.ndarray = field(default_factory=lambda: np.zeros(1, np.uint64))
+    _slots: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
+    _values: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
+    _incomplete: set[int] = field(default_factory=set)
+
+    @property
+    def parts(self) -> Parts:
+        return Parts(self.directory, self.width, self.height, self.plies)
+
+    def _prepare(self) -> tuple[int, int]:
+        from engine.solver import _core
+
+        raw_keys, raw_starts = _core.layer_plan(self.width, self.height, self.plies, self.size)
+        self._keys = np.frombuffer(raw_keys, dtype=np.uint64)
+        self._starts = np.frombuffer(raw_starts, dtype=np.uint64).astype(np.int64)
+        raw_slots, _ = _core.database_slots(self.width, self.height, self.plies, raw_keys)
+        self._slots = np.frombuffer(raw_slots, dtype=np.uint32)
+        self._values = self.parts.dense()
+        unknown = self._values[self._slots] == UNKNOWN
+        per_chunk = np.add.reduceat(unknown.astype(np.int64), self._starts[:-1])
+        self._incomplete = {int(i) for i in np.flatnonzero(per_chunk)}
+        return len(self._keys), int(len(self._keys) - unknown.sum())
+
+    def _span(self, first: int, last: int) -> slice:
+        """The positions of chunks ``first .. last - 1`` (clipped to the plan)."""
+        chunks_ = len(self._starts) - 1
+        return slice(int(self._starts[min(first, chunks_)]), int(self._starts[min(last, chunks_)]))
+
+    def _left(self) -> list[int]:
+        return sorted(self._incomplete)
+
+    def _missing(self, index: int) -> list[str]:
+        span = self._span(index, index + 1)
+        keys_ = self._keys[span][self._values[self._slots[span]] == UNKNOWN]
+        return [Connect4.from_key(int(k), self.width, self.height).notation() for k in keys_]
+
+    def _keep(self, texts: list[str], index: int) -> int:
+        lines = parse("\n".join(texts), self.variant)
+        if not lines:
+            return 0
+        positions = [Connect4.parse(line.moves, self.variant) for line in lines]
+        slots, values = records_of(
+            self.parts,
+            (p.current + p.mask for p in positions),
+            (line.score for line in lines),
+            (line.best for line in lines),
         )
-        return _InFlight(store.submit(request).id, tries)
-
-    def _poll(self, store: JobStore, in_flight: dict[int, _InFlight], layer: TextIO) -> bool:
-        """Take the lines of finished jobs; send again what failed. True if a job was lost."""
-        lost = False
-        indices = list(in_flight)
-        jobs = Job.fetch_many(
-            [in_flight[index].job_id for index in indices],
-            connection=self.connection,
-            serializer=JSONSerializer,
-        )
-        for index, job in zip(indices, jobs, strict=True):
-            flight = in_flight[index]
-            if job is not None and job.get_status(refresh=False) in IN_FLIGHT:
-                continue
-            del in_flight[index]
-            state = store.state(flight.job_id, with_progress=False) if job is not None else None
-            if state is None:  # the record was lost (Redis restarted without it, or removed)
-                lost = True
-            elif state.status == "done" and isinstance(state.result, BookChunkResult):
-                self._keep(state.result.lines, layer)
-            else:
-                why = state.error or "failed"
-                if flight.tries >= MAX_TRIES:
-                    raise BuildError(f"chunk {index} failed {flight.tries} times: {why}")
-                log.warning("chunk %d failed (%s); sending it again", index, why)
-                in_flight[index] = self._send(store, self._plan[index], flight.tries + 1)
-        return lost
+        new = int((self._values[slots] == UNKNOWN).sum())
+        self._values[slots] = values
+        part = index // CHUNKS_PER_PART
+        span = self._span(part * CHUNKS_PER_PART, (part + 1) * CHUNKS_PER_PART)
+        part_slots = self._slots[span]
+        solved = part_slots[self._values[part_slots] != UNKNOWN]
+        self.parts.write(part, solved, self._values[solved])
+        span = self._span(index, index + 1)
+        if not (self._values[self._slots[span]] == UNKNOWN).any():
+            self._incomplete.discard(index)
+        return new
 
 
 def merged(new: OpeningBook, old: OpeningBook) -> OpeningBook:
     """``new`` plus the entries of ``old`` it lacks (exact, beyond its complete ply)."""
-    import numpy as np
-
     extra = ~np.isin(old.keys, new.keys)
     keys_ = np.concatenate([new.keys, old.keys[extra]])
     order = np.argsort(keys_, kind="stable")

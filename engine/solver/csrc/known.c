@@ -16,6 +16,7 @@ static int stones_of(const Geometry *g, bitboard key) {
 
 void known_init(Known *k, const Geometry *g, const uint64_t *keys, const int8_t *scores,
                 const int8_t *best, size_t count) {
+    k->db = NULL;
     k->keys = keys;
     k->scores = scores;
     k->best = best;
@@ -41,4 +42,13 @@ int known_set_add(KnownSet *set, const Known *k) {
     if (k->min_ply < set->min_ply) set->min_ply = k->min_ply;
     if (k->max_ply > set->max_ply) set->max_ply = k->max_ply;
     return 0;
+}
+
+void known_init_database(Known *k, const Database *db) {
+    k->db = db;
+    k->keys = NULL;
+    k->scores = NULL;
+    k->best = NULL;
+    k->count = 0;
+    k->min_ply = k->max_ply = db->ranking->stones;
 }

@@ -1,4 +1,4 @@
-/* Exact scores known before any search (the opening book; later a 12-stone
+/* Exact scores known before any search (the opening book, the 12-stone
  * database): the first rung of the search's lookup ladder (known, then the
  * transposition table). A KnownSet holds up to MAX_KNOWN tiers (the book, a
  * database), asked in order at the plies each spans.
@@ -10,16 +10,20 @@
  *   scores[i] the exact score of that position, from its side to move;
  *   best[i]   a best move of it, a column in the canonical orientation (or NULL: none given).
  * Positions of plies in [min_ply, max_ply] may be in it; the search asks only there.
- * A miss says nothing (a partial book or database is used for what it holds). */
+ * A miss says nothing (a partial book or database is used for what it holds).
+ * A tier may instead be a stones database (database.h): one ply, no keys. */
 #ifndef PLYBOT_KNOWN_H
 #define PLYBOT_KNOWN_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "database.h"
 #include "position.h"
 
+/* A tier is either sorted keys (keys, scores, best) or a stones database (db). */
 typedef struct {
+    const Database *db;
     const uint64_t *keys;
     const int8_t *scores;
     const int8_t *best;
@@ -32,10 +36,14 @@ typedef struct {
 void known_init(Known *k, const Geometry *g, const uint64_t *keys, const int8_t *scores,
                 const int8_t *best, size_t count);
 
+/* Fill k over a stones database (kept alive by the caller): it spans one ply. */
+void known_init_database(Known *k, const Database *db);
+
 /* 1 and *score if the position with key cur + mask is known, else 0. With
  * `best`, also a best move in the position's own orientation (-1 if none given). */
 static inline int known_score(const Known *k, const Geometry *g, bitboard key, int *score,
                               int *best) {
+    if (k->db) return database_score(k->db, g, key, score, best);
     const bitboard image = mirror(g, key);
     const bitboard wanted = image < key ? image : key;
     size_t lo = 0, hi = k->count;

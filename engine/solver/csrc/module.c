@@ -23,13 +23,18 @@ typedef struct {
     Geometry g;
     Table t;
     KnownSet known;
-    Py_buffer known_buffers[MAX_KNOWN][3]; /* keys, scores, best of each tier */
+    Py_buffer known_buffers[MAX_KNOWN][3]; /* keys, scores, best of each tier (a database: values) */
+    int known_views[MAX_KNOWN];            /* buffers held by each tier: 3, or 1 for a database */
+    Ranking rankings[MAX_KNOWN];           /* a database tier's ranking (zeroed otherwise) */
+    Database databases[MAX_KNOWN];
     volatile double deadline; /* read by a running search: interrupt() moves it to -inf */
 } Core;
 
 static void drop_known(Core *self) {
-    for (int i = 0; i < self->known.count; i++)
-        for (int j = 0; j < 3; j++) PyBuffer_Release(&self->known_buffers[i][j]);
+    for (int i = 0; i < self->known.count; i++) {
+        for (int j = 0; j < self->known_views[i]; j++) PyBuffer_Release(&self->known_buffers[i][j]);
+        ranking_free(&self->rankings[i]);
+    }
     known_set_clear(&self->known, &self->g);
 }
 
@@ -341,6 +346,48 @@ static PyObject *Core_add_known(Core *self, PyObject *args) {
     }
     Known k;
     known_init(&k, &self->g, views[0].buf, views[1].buf, views[2].buf, (size_t)n);
+    self->known_views[self->known.count] = 3;
+    known_set_add(&self->known, &k);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(add_database_doc,
+             "add_database(stones, values)\n\n"
+             "Ask a stones database (database.h: one byte a slot, 0xFF unknown) at every\n"
+             "position with `stones` stones, after the tiers added before; values: a\n"
+             "C-contiguous buffer of exactly database_size(width, height, stones) bytes,\n"
+             "such as a memory map, kept alive until clear_known.");
+static PyObject *Core_add_database(Core *self, PyObject *args) {
+    int stones;
+    PyObject *values;
+    if (!PyArg_ParseTuple(args, "iO", &stones, &values)) return NULL;
+    const int i = self->known.count;
+    if (i >= MAX_KNOWN) {
+        PyErr_SetString(PyExc_ValueError, "add_database: the core holds 4 tiers already");
+        return NULL;
+    }
+    if (ranking_init(&self->rankings[i], &self->g, stones) < 0) {
+        PyErr_Format(PyExc_ValueError, "add_database: no %d-stone database on %dx%d", stones,
+                     self->g.width, self->g.height);
+        return NULL;
+    }
+    Py_buffer *view = &self->known_buffers[i][0];
+    if (PyObject_GetBuffer(values, view, PyBUF_C_CONTIGUOUS) < 0) {
+        ranking_free(&self->rankings[i]);
+        return NULL;
+    }
+    if ((size_t)view->len != self->rankings[i].slots) {
+        PyErr_Format(PyExc_ValueError, "add_database: %zd bytes given, the %d-stone database has %zu",
+                     view->len, stones, self->rankings[i].slots);
+        PyBuffer_Release(view);
+        ranking_free(&self->rankings[i]);
+        return NULL;
+    }
+    self->databases[i].ranking = &self->rankings[i];
+    self->databases[i].values = view->buf;
+    Known k;
+    known_init_database(&k, &self->databases[i]);
+    self->known_views[i] = 1;
     known_set_add(&self->known, &k);
     Py_RETURN_NONE;
 }
@@ -391,6 +438,7 @@ static PyMethodDef Core_methods[] = {
     {"put", (PyCFunction)Core_put, METH_VARARGS, put_doc},
     {"get", (PyCFunction)Core_get, METH_VARARGS, get_doc},
     {"add_known", (PyCFunction)Core_add_known, METH_VARARGS, add_known_doc},
+    {"add_database", (PyCFunction)Core_add_database, METH_VARARGS, add_database_doc},
     {"clear_known", (PyCFunction)Core_clear_known, METH_NOARGS,
      "Forget every tier of known scores (and release their buffers)."},
     {"interrupt", (PyCFunction)Core_interrupt, METH_NOARGS,
@@ -454,8 +502,143 @@ static PyObject *prefix_sums(PyObject *Py_UNUSED(module), PyObject *args) {
     return PyBool_FromLong(increasing);
 }
 
+static int geometry_arg(Geometry *g, int width, int height) {
+    if (geometry_init(g, width, height) < 0) {
+        PyErr_Format(PyExc_ValueError, "'%dx%d': not a board the solver plays", width, height);
+        return 0;
+    }
+    return 1;
+}
+
+PyDoc_STRVAR(database_size_doc,
+             "database_size(width, height, stones) -> slots\n\n"
+             "Bytes of the stones database of that board (ValueError if it cannot exist).");
+static PyObject *database_size(PyObject *Py_UNUSED(module), PyObject *args) {
+    int width, height, stones;
+    Geometry g;
+    Ranking r;
+    if (!PyArg_ParseTuple(args, "iii", &width, &height, &stones) || !geometry_arg(&g, width, height))
+        return NULL;
+    if (ranking_init(&r, &g, stones) < 0) {
+        PyErr_Format(PyExc_ValueError, "no %d-stone database on %dx%d", stones, width, height);
+        return NULL;
+    }
+    const size_t slots = r.slots;
+    ranking_free(&r);
+    return PyLong_FromSize_t(slots);
+}
+
+PyDoc_STRVAR(database_slots_doc,
+             "database_slots(width, height, stones, keys) -> (slots, flipped)\n\n"
+             "The slot of each key (native uint64 keys, cur + mask, each with `stones` stones)\n"
+             "as native uint32, and 1 where the slot holds the mirror image (uint8).");
+static PyObject *database_slots(PyObject *Py_UNUSED(module), PyObject *args) {
+    int width, height, stones;
+    Py_buffer in;
+    Geometry g;
+    Ranking r;
+    if (!PyArg_ParseTuple(args, "iiiy*", &width, &height, &stones, &in)) return NULL;
+    if (!geometry_arg(&g, width, height) || ranking_init(&r, &g, stones) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_ValueError, "no %d-stone database on %dx%d", stones, width, height);
+        PyBuffer_Release(&in);
+        return NULL;
+    }
+    const Py_ssize_t n = in.len / 8;
+    PyObject *slots = PyBytes_FromStringAndSize(NULL, n * 4), *flips = PyBytes_FromStringAndSize(NULL, n);
+    if (!slots || !flips) goto fail;
+    uint32_t *out = (uint32_t *)PyBytes_AS_STRING(slots);
+    uint8_t *flipped = (uint8_t *)PyBytes_AS_STRING(flips);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t key;
+        memcpy(&key, (const char *)in.buf + 8 * i, 8);
+        int heights[MAX_WIDTH], total = 0, valid = (key & ~g.kmask) == 0;
+        column_heights(&g, key, heights);
+        for (int c = 0; c < width; c++) {
+            total += heights[c];
+            valid &= heights[c] >= 0;
+        }
+        if (!valid || total != stones) {
+            PyErr_Format(PyExc_ValueError, "database_slots: key %llu has %d stones, not %d",
+                         (unsigned long long)key, total, stones);
+            goto fail;
+        }
+        int f;
+        out[i] = (uint32_t)ranking_slot(&r, &g, key, &f);
+        flipped[i] = (uint8_t)f;
+    }
+    ranking_free(&r);
+    PyBuffer_Release(&in);
+    return Py_BuildValue("(NN)", slots, flips);
+fail:
+    Py_XDECREF(slots);
+    Py_XDECREF(flips);
+    ranking_free(&r);
+    PyBuffer_Release(&in);
+    return NULL;
+}
+
+static PyObject *keys_bytes(uint64_t *keys, size_t n) {
+    PyObject *b = PyBytes_FromStringAndSize((const char *)keys, (Py_ssize_t)(n * sizeof *keys));
+    free(keys);
+    return b;
+}
+
+PyDoc_STRVAR(layer_keys_doc,
+             "layer_keys(width, height, ply) -> bytes\n\n"
+             "The canonical keys (native uint64, ascending) of every ongoing position after\n"
+             "`ply` moves, one per mirror pair.");
+static PyObject *py_layer_keys(PyObject *Py_UNUSED(module), PyObject *args) {
+    int width, height, ply;
+    Geometry g;
+    if (!PyArg_ParseTuple(args, "iii", &width, &height, &ply) || !geometry_arg(&g, width, height))
+        return NULL;
+    if (ply < 0 || ply > g.cells) {
+        PyErr_Format(PyExc_ValueError, "layer_keys: ply %d is not 0..%d", ply, g.cells);
+        return NULL;
+    }
+    uint64_t *keys;
+    size_t n;
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = layer_keys(&g, ply, &keys, &n);
+    Py_END_ALLOW_THREADS
+    if (status < 0) return PyErr_NoMemory();
+    return keys_bytes(keys, n);
+}
+
+PyDoc_STRVAR(layer_plan_doc,
+             "layer_plan(width, height, ply, size) -> (keys, starts)\n\n"
+             "The positions after `ply` moves a solver must search, in build order, and where\n"
+             "each chunk of about `size` starts (both native uint64; starts ends with the\n"
+             "count of keys): see database.h.");
+static PyObject *py_layer_plan(PyObject *Py_UNUSED(module), PyObject *args) {
+    int width, height, ply;
+    Py_ssize_t size;
+    Geometry g;
+    if (!PyArg_ParseTuple(args, "iiin", &width, &height, &ply, &size) ||
+        !geometry_arg(&g, width, height))
+        return NULL;
+    if (ply < 1 || ply >= g.cells || size < 1) {
+        PyErr_Format(PyExc_ValueError, "layer_plan: needs 1 <= ply < %d and size >= 1", g.cells);
+        return NULL;
+    }
+    uint64_t *keys, *starts;
+    size_t n, chunks;
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = layer_plan(&g, ply, (size_t)size, &keys, &n, &starts, &chunks);
+    Py_END_ALLOW_THREADS
+    if (status < 0) return PyErr_NoMemory();
+    return Py_BuildValue("(NN)", keys_bytes(keys, n), keys_bytes(starts, chunks + 1));
+}
+
 static PyMethodDef core_functions[] = {
     {"prefix_sums", prefix_sums, METH_VARARGS, prefix_sums_doc},
+    {"database_size", database_size, METH_VARARGS, database_size_doc},
+    {"database_slots", database_slots, METH_VARARGS, database_slots_doc},
+    {"layer_keys", py_layer_keys, METH_VARARGS, layer_keys_doc},
+    {"layer_plan", py_layer_plan, METH_VARARGS, layer_plan_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -480,5 +663,6 @@ PyMODINIT_FUNC PyInit__core(void) {
     PyModule_AddIntConstant(m, "ABORTED", STATUS_ABORTED);
     PyModule_AddIntConstant(m, "NEAR_END_BYTES", NEAR_END_BYTES);
     PyModule_AddIntConstant(m, "CHECK_EVERY", CHECK_EVERY);
+    PyModule_AddIntConstant(m, "DB_UNKNOWN", DB_UNKNOWN);
     return m;
 }

@@ -49,6 +49,12 @@ def parser() -> ArgumentParser:
     b.add_argument("--layer", type=Path, default=None, help="layer file (progress; resumable)")
     b.add_argument("--out", type=Path, default=None, help="book file (default: the shipped one)")
     b.add_argument("--redis-url", default=None, help="Redis URL (default: REDIS_URL)")
+    b.add_argument(
+        "--database",
+        action="store_true",
+        help="build the stones database of --plies stones instead (parts in --out, a directory; "
+        "default: the shipped 12-stone one)",
+    )
     v = sub.add_parser("verify", help="check the book: negamax consistency and a sample re-solved")
     v.add_argument("--book", type=Path, default=None, help="book file (default: the shipped one)")
     v.add_argument("--sample", type=int, default=20, help="positions to solve again (default 20)")
@@ -72,10 +78,11 @@ def build(args: argparse.Namespace) -> int:
 
     from engine import book
     from engine.connect4 import Connect4
+    from engine.database import SHIPPED_PARTS, Parts, open_database
     from engine.errors import PlybotError
     from engine.layer import CHUNK_SIZE
     from worker.core.settings import get_settings
-    from worker.process.book_build import BookBuild, BuildError, BuildProgress
+    from worker.process.book_build import BookBuild, BuildError, BuildProgress, DatabaseBuild
 
     prog = "plybot book build"
     try:
@@ -87,10 +94,12 @@ def build(args: argparse.Namespace) -> int:
     size = CHUNK_SIZE if args.chunk_size is None else args.chunk_size
     if size < 1:
         return fail(prog, f"'{size}': --chunk-size must be positive")
-    shipped = (width, height) == (7, 6)
+    shipped = (width, height) == (7, 6) and (not args.database or args.plies == 12)
     if args.out is None and not shipped:
-        return fail(prog, f"'{args.variant}': give --out for a book of another board")
-    out = args.out or book.SHIPPED_PATH
+        return fail(prog, f"'{args.variant}': give --out for a book or database of another board")
+    if args.database and args.plies % 2:
+        return fail(prog, f"'{args.plies}': a database needs an even --plies (12: the shipped one)")
+    out = args.out or (SHIPPED_PARTS if args.database else book.SHIPPED_PATH)
     layer = args.layer or out.with_name(f"connect4-{args.variant}-ply{args.plies}.layer")
     settings = get_settings()
     url = args.redis_url or settings.redis_url
@@ -100,7 +109,12 @@ def build(args: argparse.Namespace) -> int:
         connection = redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5)
     except ValueError as exc:
         return fail(prog, f"--redis-url: {exc}")
-    run = BookBuild(connection, settings, width, height, args.plies, layer, out, size)
+    common = {"width": width, "height": height, "plies": args.plies, "size": size}
+    run: BookBuild | DatabaseBuild
+    if args.database:
+        run = DatabaseBuild(connection, settings, directory=out, **common)
+    else:
+        run = BookBuild(connection, settings, layer_path=layer, book_path=out, **common)
     tty = sys.stderr.isatty()
     last = [0.0]
 
@@ -119,16 +133,27 @@ def build(args: argparse.Namespace) -> int:
         sys.stderr.flush()
 
     try:
-        built = run.run(report)
+        if isinstance(run, DatabaseBuild):
+            run.solve_layer(report)
+        else:
+            built = run.run(report)
     except BuildError as exc:
         print(file=sys.stderr)
         print(f"{prog}: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print(f"\n{prog}: stopped; run it again to resume ({layer})", file=sys.stderr)
+        print(
+            f"\n{prog}: stopped; run it again to resume ({out if args.database else layer})",
+            file=sys.stderr,
+        )
         return 130
     if tty:
         print(file=sys.stderr)
+    if isinstance(run, DatabaseBuild):
+        database = open_database(Parts(out, width, height, args.plies))
+        known = 0 if database is None else len(database)
+        print(f"{known:,} positions with {args.plies} stones, in {out}")
+        return 0
     size_mb = out.stat().st_size / 1e6
     print(
         f"{len(built):,} positions, complete to ply {built.complete}, in {out} ({size_mb:.2f} MB)"

@@ -232,12 +232,10 @@ def open_database(parts: Parts, packed: Path | None = None) -> StoneDatabase | N
 
 
 @cache
-def shipped_database() -> StoneDatabase | None:
-    """The shipped 7x6 12-stone database (opened once per process), or ``None`` if absent.
-
-    Set ``PLYBOT_NO_DATABASE=1`` to run without it (a Pons-comparable search).
-    """
-    if os.environ.get("PLYBOT_NO_DATABASE"):
+def shipped_database(width: int = 7, height: int = 6) -> StoneDatabase | None:
+    """The shipped 12-stone database of this board (opened once per process), or ``None``
+    (another board, or no part of it yet)."""
+    if (width, height) != (7, 6):
         return None
     return open_database(Parts(SHIPPED_PARTS))
 
@@ -256,6 +254,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would keep a committed part from other users
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

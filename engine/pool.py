@@ -75,6 +75,7 @@ class SolverPool:
         if found is not None:
             return found
         from engine.book import shipped_book
+        from engine.database import shipped_database
         from engine.solver import Solver
         from engine.solver._core import NEAR_END_BYTES
 
@@ -87,7 +88,10 @@ class SolverPool:
             ):
                 self._solvers.popitem(last=False)  # its table is unmapped once it is dropped
         book = shipped_book(width, height)
-        solver = Solver(width, height, table_bytes=wanted, cache=cache, book=book)
+        database = shipped_database(width, height)
+        solver = Solver(
+            width, height, table_bytes=wanted, cache=cache, book=book, database=database
+        )
         solver.warm_up()
         self._solvers[size] = solver
         return solver

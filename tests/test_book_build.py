@@ -20,11 +20,11 @@ from engine.layer import chunks, positions_at
 from engine.solver import Solver
 from tests.fixtures.waiting import wait_for
 from worker.core import keys
-from worker.process.book_build import WINDOW
 from worker.core.client import JobClient
 from worker.core.contract import BookChunkRequest, MoveRequest
 from worker.core.jobstore import JobStore
 from worker.core.kinds import KINDS
+from worker.process.book_build import WINDOW
 
 pytestmark = [pytest.mark.redis, pytest.mark.service]
 

@@ -10,7 +10,10 @@ An opening book (:class:`engine.book.OpeningBook`) given as ``book`` is read
 at the root, as the shared cache is, and also inside the search itself: every
 node at the book's plies asks it first (the core's lookup ladder: the book,
 then the table), so a search from shortly after the book's depth is a few
-plies away from exact answers.
+plies away from exact answers. A stones database (:mod:`engine.database`,
+the 12-stone one of 7x6) given as ``database`` is asked the same way at every
+node with its stone count, so every position before that ply is a few plies of
+search away from exact answers too.
 
 Scores are Pons' (and :mod:`engine.game`'s): from the side to move, ``22 -
 stones`` of the winner at the win on 7x6, negative for a loss, 0 for a draw.
@@ -43,6 +46,7 @@ from engine.solver.results import Batch, SolveProgress, SolveResult
 from engine.solver.run import NO_LIMIT, Run
 
 if TYPE_CHECKING:
+    from engine.database import StoneDatabase
     from engine.known import Neighbourhood
 
 __all__ = ["DEFAULT_TABLE_BYTES", "Batch", "SolveProgress", "SolveResult", "Solver"]
@@ -61,6 +65,7 @@ class Solver:
         table_bytes: int = DEFAULT_TABLE_BYTES,
         cache: PositionCache | None = None,
         book: PositionCache | None = None,
+        database: StoneDatabase | None = None,
     ) -> None:
         # Raises ValueError naming the size if the core cannot play it.
         self._core = Core(width, height, table_bytes)
@@ -75,6 +80,10 @@ class Solver:
         if isinstance(book, OpeningBook) and book.variant == self.variant:
             # The core keeps the book's arrays alive and asks them inside the search.
             self._core.add_known(*book.columns())
+        self.database = database
+        if database is not None and database.variant == self.variant:
+            # Asked at every node with its stone count, after the book, before the table.
+            self._core.add_database(database.stones, database.values)
 
     def interrupt(self) -> None:
         """End the solve in progress now (safe from another thread): its compiled search

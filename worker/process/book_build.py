@@ -193,7 +193,8 @@ class LayerBuild:
     def _collect_results_hash(self) -> int:
         new = 0
         for field_name, value in self.connection.hgetall(self.results_key).items():
-            index = int(field_name.split(b":")[0])
+            name = field_name.decode() if isinstance(field_name, bytes) else str(field_name)
+            index = int(name.split(":")[0])  # "<index>", or "<index>:<job>" for a part
             new += self._keep(json.loads(value), index)
             # Kept durably: the hash need not hold it any more (it would grow with the layer).
             self.connection.hdel(self.results_key, field_name)

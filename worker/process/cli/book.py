@@ -2,6 +2,8 @@
 
     plybot book build [--plies N] [--variant WxH] [--chunk-size C] [--layer PATH] [--out PATH]
     plybot book verify [--book PATH] [--sample N] [--seed S]
+    plybot book verify --database [DIR] [--variant WxH] [--plies S] [--sample N] [--seed S]
+    plybot book build --database [--plies 12] [--out DIR]
     plybot book add LAYER [--book PATH] [--variant WxH]
 
 ``build`` sends the unsolved chunks of the layer at ply N to the ``book``
@@ -59,6 +61,17 @@ def parser() -> ArgumentParser:
     v.add_argument("--book", type=Path, default=None, help="book file (default: the shipped one)")
     v.add_argument("--sample", type=int, default=20, help="positions to solve again (default 20)")
     v.add_argument("--seed", type=int, default=1, help="random seed of the sample (default 1)")
+    v.add_argument(
+        "--database",
+        type=Path,
+        nargs="?",
+        const=Path("shipped"),
+        default=None,
+        help="check the stones database (its parts' directory; default: the shipped one) "
+        "instead: a sample re-solved, and book entries against it",
+    )
+    v.add_argument("--variant", default="7x6", help="the database's board (default 7x6)")
+    v.add_argument("--plies", type=int, default=12, help="the database's stones (default 12)")
     a = sub.add_parser("add", help="add a layer file's solved positions to the book")
     a.add_argument("layer", type=Path, help="layer file (as `build` writes it; may be partial)")
     a.add_argument("--book", type=Path, default=None, help="book file (default: the shipped one)")
@@ -166,6 +179,8 @@ def verify(args: argparse.Namespace) -> int:
     from engine.solver import Solver
 
     prog = "plybot book verify"
+    if args.database is not None:
+        return verify_database(args)
     path = args.book or book.SHIPPED_PATH
     if not path.is_file():
         return fail(prog, f"{path}: no book there")
@@ -202,6 +217,65 @@ def verify(args: argparse.Namespace) -> int:
         print(f"{position.notation() or '-'} {score} {best + 1}  {said}")
     print(f"{len(sample) - bad}/{len(sample)} re-solved agree", file=sys.stderr)
     return 1 if wrong or bad else 0
+
+
+def verify_database(args: argparse.Namespace) -> int:
+    """A sample of the database re-solved with fresh tables (the score, and that the best
+    move keeps it); then, with the book, a sample of the book's deepest entries solved by
+    a search that reads the database (and no book) agrees with the book."""
+    import numpy as np
+
+    from engine import book
+    from engine.connect4 import Connect4
+    from engine.database import SHIPPED_PARTS, DatabaseError, Parts, open_database
+    from engine.errors import PlybotError
+    from engine.solver import Solver, _core
+
+    prog = "plybot book verify"
+    directory = SHIPPED_PARTS if args.database == Path("shipped") else args.database
+    try:
+        width, height = Connect4.parse_variant(args.variant)
+        database = open_database(Parts(directory, width, height, args.plies))
+    except (PlybotError, DatabaseError, ValueError) as exc:
+        return fail(prog, str(exc))
+    if database is None:
+        return fail(prog, f"{directory}: no part of a {args.variant} database there")
+    if args.sample < 0:
+        return fail(prog, f"'{args.sample}': --sample must be >= 0")
+    raw_keys, _ = _core.layer_plan(width, height, args.plies, 1 << 30)
+    raw_slots, _ = _core.database_slots(width, height, args.plies, raw_keys)
+    known = np.frombuffer(database.values, dtype=np.uint8)[np.frombuffer(raw_slots, np.uint32)]
+    keys_ = np.frombuffer(raw_keys, dtype=np.uint64)[known != 0xFF]
+    print(f"{len(keys_):,} of {len(known):,} positions known", file=sys.stderr)
+    rng = random.Random(args.seed)
+    picked = rng.sample(range(len(keys_)), min(args.sample, len(keys_)))
+    bad = 0
+    for i in picked:
+        position = Connect4.from_key(int(keys_[i]), width, height)
+        score, best = database.lookup(position) or (None, -1)
+        solver = Solver(width, height)  # fresh: nothing carried over
+        solved = solver.solve(position).score
+        after = position.copy()
+        after.push(best)
+        kept = after.terminal_score() if after.outcome() is not None else solver.solve(after).score
+        ok = solved == score and kept is not None and -kept == score
+        bad += not ok
+        said = "ok" if ok else f"WRONG: the solver says {solved}, and {kept} after the move"
+        print(f"{position.notation()} {score} {best + 1}  {said}")
+    print(f"{len(picked) - bad}/{len(picked)} re-solved agree", file=sys.stderr)
+    opened = book.shipped_book(width, height)
+    wrong = 0
+    if opened is not None:
+        deep = [e for e in opened.positions() if args.plies - 3 <= e[0].ply < args.plies]
+        sample = rng.sample(deep, min(args.sample, len(deep)))
+        reader = Solver(width, height, database=database)
+        for position, score, _best in sample:
+            found = reader.solve(position).score
+            if found != score:
+                wrong += 1
+                print(f"{position.notation()}: {score} in the book, {found} with the database")
+        print(f"{len(sample) - wrong}/{len(sample)} book entries agree", file=sys.stderr)
+    return 1 if bad or wrong else 0
 
 
 def add(args: argparse.Namespace) -> int:

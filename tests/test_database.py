@@ -1,0 +1,265 @@
+"""The stones database (engine/database.py, engine/solver/csrc/database.h): its layout, its
+build by real workers through the queue, and its use inside the search, on small boards."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import redis
+from rq import Queue, Worker
+
+from engine.connect4 import Connect4, Geometry
+from engine.database import Parts, StoneDatabase, open_database, records_of, score_bounds
+from engine.layer import needs_search, positions_at
+from engine.solver import Solver, _core
+from tests.fixtures.waiting import wait_for
+from worker.core import keys
+from worker.core.kinds import KINDS
+from worker.process.book_build import WINDOW
+
+PLYBOT = str(Path(sys.executable).with_name("plybot"))
+SMALL_TABLE = {"PLYBOT_BOOK_TABLE_MB": "64"}
+
+
+def plan_keys(width: int, height: int, stones: int) -> np.ndarray:
+    raw, _ = _core.layer_plan(width, height, stones, 64)
+    return np.frombuffer(raw, dtype=np.uint64)
+
+
+def solved_reference(width: int, height: int, stones: int) -> dict[int, int]:
+    """Score of every position the database must hold, by key: a fresh solver, one call."""
+    keys_ = plan_keys(width, height, stones)
+    positions = [Connect4.from_key(int(k), width, height) for k in keys_]
+    solver = Solver(width, height, table_bytes=16 << 20)
+    results = solver.solve_batch([p.notation() for p in positions])
+    return {int(k): r.score for k, r in zip(keys_, results, strict=True) if r.score is not None}
+
+
+def built_in_process(directory: Path, width: int, height: int, stones: int) -> StoneDatabase:
+    """A complete database of a small board, solved here (the reference the build must equal)."""
+    keys_ = plan_keys(width, height, stones)
+    positions = [Connect4.from_key(int(k), width, height) for k in keys_]
+    solver = Solver(width, height, table_bytes=16 << 20)
+    results = solver.solve_batch([p.notation() for p in positions])
+    parts = Parts(directory, width, height, stones)
+    slots, values = records_of(
+        parts,
+        (int(k) for k in keys_),
+        (r.score if r.score is not None else 0 for r in results),
+        (r.best_move if r.best_move is not None else -1 for r in results),
+    )
+    parts.write(0, slots, values)
+    database = open_database(parts)
+    assert database is not None
+    return database
+
+
+# -- the layout -------------------------------------------------------------------------
+
+
+def test_every_position_has_its_own_slot_and_shares_it_with_its_mirror() -> None:
+    width, height, stones = 5, 4, 8
+    raw, _ = _core.layer_plan(width, height, stones, 64)
+    keys_ = np.frombuffer(raw, dtype=np.uint64)
+    slots, flips = (np.frombuffer(b, dtype=t) for b, t in zip(
+        _core.database_slots(width, height, stones, raw), (np.uint32, np.uint8), strict=True
+    ))  # fmt: skip
+    assert len(np.unique(slots)) == len(keys_)  # distinct positions, distinct slots
+    assert int(slots.max()) < _core.database_size(width, height, stones)
+    g = Geometry.of(width, height)
+    images = np.array([g.mirror(int(k)) for k in keys_], dtype=np.uint64)
+    image_slots, image_flips = _core.database_slots(width, height, stones, images.tobytes())
+    assert np.array_equal(np.frombuffer(image_slots, dtype=np.uint32), slots)
+    symmetric = images == keys_
+    mirrored = np.frombuffer(image_flips, dtype=np.uint8) != flips
+    assert (mirrored | symmetric).all()  # a mirror image is read flipped (or is the same)
+
+
+def test_the_plan_holds_exactly_the_positions_a_search_needs() -> None:
+    """Ongoing positions with 8 stones whose player cannot win at once, one per mirror pair."""
+    expected = {int(q.key(), 16) for q in positions_at(8, 5, 4) if needs_search(q)}
+    keys_ = plan_keys(5, 4, 8)
+    assert len(keys_) == len(expected)
+    assert {int(k) for k in keys_} == expected
+
+
+@pytest.mark.parametrize(
+    ("width", "height", "stones", "why"),
+    [(7, 6, 11, "no 11-stone database"), (7, 6, 42, "no 42-stone"), (10, 6, 12, "10x6")],
+)
+def test_a_database_that_cannot_exist_is_refused_by_name(
+    width: int, height: int, stones: int, why: str
+) -> None:
+    with pytest.raises(ValueError, match=why):
+        _core.database_size(width, height, stones)
+
+
+def test_a_damaged_part_is_refused_naming_the_file(tmp_path: Path) -> None:
+    parts = Parts(tmp_path / "db", 5, 4, 8)
+    parts.write(0, np.array([3, 1], dtype=np.uint32), np.array([7, 9], dtype=np.uint8))
+    good_slots, good_values = parts.read(parts.path(0))
+    assert list(good_slots) == [1, 3]
+    assert list(good_values) == [9, 7]
+    parts.path(0).write_bytes(parts.path(0).read_bytes()[:-3])
+    with pytest.raises(ValueError, match=r"part-0000\.bin: damaged"):
+        parts.read(parts.path(0))
+    with pytest.raises(ValueError, match="not a part of the 5x4 6-stone"):
+        Parts(tmp_path / "db", 5, 4, 6).read(parts.path(0))
+
+
+# -- the lookup inside the search ------------------------------------------------------
+
+
+def test_the_search_asks_the_database_and_never_changes_a_score(tmp_path: Path) -> None:
+    width, height, stones = 5, 4, 8
+    database = built_in_process(tmp_path / "db", width, height, stones)
+    reference = solved_reference(width, height, stones)
+    # Every entry equals a fresh solver's score, and the best move keeps it.
+    for key, score in reference.items():
+        position = Connect4.from_key(key, width, height)
+        found = database.lookup(position)
+        assert found is not None, position.notation()
+        assert found[0] == score, position.notation()
+        child = position.copy()
+        child.push(found[1])
+        if child.outcome() is None:
+            assert -Solver(width, height, 1 << 20).solve(child).score == score  # type: ignore[operator]
+    # Searches from plies before the database's agree with and without it, and it is used.
+    sample = [q for ply in (3, 4, 5, 6) for q in positions_at(ply, 5, 4)]
+    sample = sample[:: max(1, len(sample) // 150)]
+    with_db = Solver(width, height, table_bytes=1 << 20, database=database)
+    without = Solver(width, height, table_bytes=1 << 20)
+    fewer = 0
+    for q in sample:
+        with_db.reset()
+        without.reset()
+        a, b = with_db.solve(q), without.solve(q)
+        assert a.score == b.score, q.notation()
+        fewer += a.nodes < b.nodes
+    assert fewer > len(sample) // 2  # the database answers inside the search
+
+
+def test_a_partial_database_answers_what_it_holds_and_nothing_else(tmp_path: Path) -> None:
+    width, height, stones = 5, 4, 8
+    full = built_in_process(tmp_path / "full", width, height, stones)
+    keys_ = plan_keys(width, height, stones)
+    half = keys_[: len(keys_) // 2]
+    parts = Parts(tmp_path / "half", width, height, stones)
+    positions = [Connect4.from_key(int(k), width, height) for k in half]
+    answers = [a for a in (full.lookup(p) for p in positions) if a is not None]
+    assert len(answers) == len(positions)
+    slots, values = records_of(
+        parts,
+        (int(k) for k in half),
+        (a[0] for a in answers),
+        (a[1] for a in answers),
+    )
+    parts.write(0, slots, values)
+    partial = open_database(parts)
+    assert partial is not None
+    assert len(partial) == len(half)
+    assert partial.lookup(positions[0]) == answers[0]
+    assert partial.lookup(Connect4.from_key(int(keys_[-1]), width, height)) is None
+    solver = Solver(width, height, table_bytes=1 << 20, database=partial)
+    plain = Solver(width, height, table_bytes=1 << 20)
+    for q in positions_at(5, 5, 4)[::20]:
+        assert solver.solve(q).score == plain.solve(q).score, q.notation()
+
+
+def test_packing_again_only_when_the_parts_change(tmp_path: Path) -> None:
+    parts = Parts(tmp_path / "db", 5, 4, 8)
+    assert open_database(parts) is None  # no part: no database
+    parts.write(0, np.array([5], dtype=np.uint32), np.array([3], dtype=np.uint8))
+    first = open_database(parts)
+    assert first is not None
+    assert len(first) == 1
+    packed = first.path.stat().st_mtime_ns
+    assert open_database(parts) is not None
+    assert first.path.stat().st_mtime_ns == packed
+    parts.write(1, np.array([6], dtype=np.uint32), np.array([4], dtype=np.uint8))
+    again = open_database(parts)
+    assert again is not None
+    assert len(again) == 2
+
+
+# -- the build by the workers -------------------------------------------------------------
+
+
+@pytest.mark.redis
+@pytest.mark.slow
+def test_workers_build_a_database_through_a_killed_builder_and_worker(
+    clean_redis: redis.Redis,
+    redis_url: str,
+    worker_pool,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
+    width, height, stones, size = 5, 4, 8, 8
+    out = tmp_path / "db"
+    command = [
+        PLYBOT, "book", "build", "--database", "--variant", "5x4", "--plies", str(stones),
+        "--chunk-size", str(size), "--out", str(out),
+    ]  # fmt: skip
+    env = {**os.environ, "REDIS_URL": redis_url}
+    _, raw_starts = _core.layer_plan(width, height, stones, size)
+    assert len(raw_starts) // 8 - 1 > WINDOW
+
+    # 1. A builder sends its window of chunks, with no worker running yet, and is killed.
+    first = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    queue = Queue(KINDS["book"].queue, connection=clean_redis)
+    wait_for(lambda: queue.count == WINDOW)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+
+    # 2. Workers solve chunks with no builder there; one of them dies holding a chunk.
+    pool = worker_pool(2, queues="interactive,analysis,book", env=SMALL_TABLE)
+    results = keys.book_results("5x4", stones, size)
+    wait_for(lambda: clean_redis.hlen(results) >= 3)
+
+    def book_job_worker() -> str | None:
+        for worker in Worker.all(queue=queue):
+            if worker.get_current_job_id() is not None:
+                return worker.name
+        return None
+
+    pool.kill_worker(wait_for(book_job_worker))
+
+    # 3. The builder, run again, takes what was solved meanwhile and finishes the rest.
+    try:
+        again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired as stuck:
+        pytest.fail(f"the builder did not finish: {(stuck.stderr or b'')[-2000:]!r}")
+    assert again.returncode == 0, again.stderr
+    reference = solved_reference(width, height, stones)
+    assert again.stdout.startswith(f"{len(reference):,} positions with 8 stones, in ")
+    assert not clean_redis.exists(results)
+
+    # Entry by entry, the database equals a fresh solver's.
+    database = open_database(Parts(out, width, height, stones))
+    assert database is not None
+    assert len(database) == len(reference)
+    for key, score in reference.items():
+        found = database.lookup(Connect4.from_key(key, width, height))
+        assert found is not None
+        assert found[0] == score
+
+    # verify agrees; a wrong entry is caught.
+    verify = [PLYBOT, "book", "verify", "--database", str(out), "--variant", "5x4",
+              "--plies", "8", "--sample", "30"]  # fmt: skip
+    checked = subprocess.run(verify, capture_output=True, text=True, timeout=300)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "30/30 re-solved agree" in checked.stderr
+    parts = Parts(out, width, height, stones)
+    slots, values = parts.read(parts.path(0))
+    lowest, highest = score_bounds(width, height, stones)
+    assert int(values.max()) // width <= highest - lowest
+    wrong = np.where(values // width < highest - lowest, values + width, values - width)
+    parts.write(0, slots, wrong.astype(np.uint8))  # every score of part 0 off by one
+    checked = subprocess.run(verify, capture_output=True, text=True, timeout=300)
+    assert checked.returncode == 1
+    assert "WRONG: the solver says" in checked.stdout

@@ -26,7 +26,16 @@ $(DASHBOARD):
 	$(TOOLS)/rq-dashboard/bin/python -m pip install -q 'rq-dashboard==0.9.0' 'rq==3.0.0' six \
 	    || echo "make tools: could not install rq-dashboard; its test says so"
 
-tools: $(DASHBOARD) ## operators' tools the tests drive, each in a virtualenv of its own (rq-dashboard)
+# bitbully (AGPL) is a peer the benchmarks measure plybot against: run in its own virtualenv by
+# `plybot bench --vs-bitbully`, never imported by plybot.
+BITBULLY := $(TOOLS)/bitbully/bin/python
+
+$(BITBULLY):
+	@test -x $(BITBULLY) || $(PYTHON) -m venv $(TOOLS)/bitbully
+	$(BITBULLY) -m pip install -q 'bitbully==0.0.79' 'bitbully-databases==0.0.2' \
+	    || echo "make tools: could not install bitbully; its test says so"
+
+tools: $(DASHBOARD) $(BITBULLY) ## tools the tests drive, each in a virtualenv of its own (rq-dashboard, bitbully)
 
 up: $(STAMP) ## run the whole service (Redis, API on :8000, workers)
 	$(BIN)/plybot up

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import statistics
+import sys
 from pathlib import Path
 
 import pytest
@@ -140,3 +142,31 @@ def test_games_against_random_moves_and_from_random_starts() -> None:
     assert report.start_ply == 1
     assert report.worse_than_start == 0
     assert report.won + report.drawn + report.lost == 4
+
+
+#: bitbully, in a virtualenv of its own (a peer measured, never a dependency): `make tools`.
+BITBULLY = Path(__file__).resolve().parent.parent / ".tools" / "bitbully" / "bin" / "python"
+
+
+def test_the_side_by_side_with_bitbully_checks_every_column(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    python = os.environ.get("PLYBOT_BITBULLY_PYTHON") or str(BITBULLY)
+    if not os.access(python, os.X_OK):
+        message = f"bitbully is not installed ({python}): `make tools` installs it"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    # Plies the book and the search answer at once: 2 random-game and 2 uniform positions each.
+    assert main(["--vs-bitbully", python, "--plies", "3-4", "--per-ply", "2"]) == 0
+    out = capsys.readouterr().out
+    rows = [
+        line for line in out.splitlines() if line.startswith("| 3 |") or line.startswith("| 4 |")
+    ]
+    assert len(rows) == 2
+    assert all(row.endswith("| 4/4 |") for row in rows)  # every column's score agreed
+
+
+def test_the_side_by_side_refuses_a_bad_ply_range(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--vs-bitbully", sys.executable, "--plies", "9-x"]) == 2
+    assert "'9-x': --plies must be A-B" in capsys.readouterr().err

@@ -2,6 +2,7 @@
 
     plybot bench [SET ...] [--all] [--limit N] [--table-mb MB]
     plybot bench --games N [--opponent LEVEL] [--move-ms MS]
+    plybot bench --vs-bitbully PYTHON [--per-ply N] [--plies A-B] [--seed S]
 
 SET is a set's name (``Test_L2_R1`` or just ``L2_R1``). With no SET, the five
 quicker sets run; ``--all`` adds Test_L1_R3 (its first 100 positions unless
@@ -14,6 +15,9 @@ differs from the file's is an error: named on standard error, exit 1.
 solver) against ``--opponent`` (default ``easy``) for N games, sides
 alternating, ``--move-ms`` (default 2000) per move of perfect's, and prints
 the results and perfect's move times by ply.
+
+``--vs-bitbully PYTHON`` analyses every column of positions of plies A..B side
+by side with bitbully (:mod:`engine.bench.peers`).
 """
 
 from __future__ import annotations
@@ -53,6 +57,15 @@ def parser() -> ArgumentParser:
         help="start each game from a uniformly drawn position of a ply in 0..N (default 0)",
     )
     p.add_argument("--move-ms", type=int, default=2000, help="perfect's time a move (default 2000)")
+    p.add_argument(
+        "--vs-bitbully",
+        metavar="PYTHON",
+        help="analyse every column side by side with bitbully, run by this interpreter "
+        "(make peers: .tools/bitbully/bin/python)",
+    )
+    p.add_argument("--per-ply", type=int, default=15, help="--vs-bitbully: positions per kind")
+    p.add_argument("--plies", default="0-20", help="--vs-bitbully: plies A-B (default 0-20)")
+    p.add_argument("--seed", type=int, default=1, help="--vs-bitbully: random seed (default 1)")
     return p
 
 
@@ -86,6 +99,8 @@ def main(argv: list[str]) -> int:
 
     if args.games is not None:
         return _games(args.games, args.opponent, args.move_ms, args.start_ply)
+    if args.vs_bitbully is not None:
+        return _vs_bitbully(args.vs_bitbully, args.plies, args.per_ply, args.seed)
     if args.limit is not None and args.limit <= 0:
         return fail("plybot bench", f"'{args.limit}': --limit must be positive")
     if args.table_mb <= 0:
@@ -123,6 +138,29 @@ def main(argv: list[str]) -> int:
     )
     print(format_table(reports))
     return 1 if failed else 0
+
+
+def _vs_bitbully(python: str, plies: str, per_ply: int, seed: int) -> int:
+    from engine.bench.peers import run
+
+    prog = "plybot bench"
+    first, _, last = plies.partition("-")
+    try:
+        span = range(int(first), int(last or first) + 1)
+    except ValueError:
+        return fail(prog, f"'{plies}': --plies must be A-B, e.g. 0-20")
+    if not span or span.start < 0 or span.stop > 42:
+        return fail(prog, f"'{plies}': --plies must lie in 0..41")
+    if per_ply <= 0:
+        return fail(prog, f"'{per_ply}': --per-ply must be positive")
+    try:
+        figures = run(python, span, per_ply, seed)
+    except (OSError, RuntimeError) as exc:
+        return fail(prog, str(exc))
+    disagreements = [d for row in figures for d in row.disagreements]
+    for line in disagreements:
+        print(f"plybot bench: disagreement: {line}", file=sys.stderr)
+    return 1 if disagreements else 0
 
 
 def _games(games: int, opponent: str, move_ms: int, start_ply: int) -> int:

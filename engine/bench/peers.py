@@ -1,0 +1,195 @@
+"""plybot's in-process analysis side by side with bitbully's, position by position.
+
+    plybot bench --vs-bitbully PYTHON [--per-ply N] [--plies A-B] [--seed S]
+
+PYTHON is the interpreter of a virtualenv that has bitbully (``make peers``
+makes ``.tools/bitbully``). bitbully is AGPL: it runs in its own process, from
+its own virtualenv, through a driver script (:data:`DRIVER`, handed to that
+interpreter as ``-c``); this package never imports it.
+
+For every ply in A..B (default 0..20), ``N`` positions from uniformly random
+games and ``N`` positions drawn uniformly among all positions of the ply
+(:mod:`engine.sampling`); for each, in turn: plybot analyses every column
+in-process (:func:`engine.analysis.analyze`, mode ``solve``, as a worker does:
+the book and the 12-stone database inside the search), then bitbully scores
+every column (``BitBully.score_all_moves``, its default book); then plybot's
+``perfect`` bot move (:func:`engine.levels.choose_move`). Each tool times its
+own call with ``time.perf_counter`` in its own process, so neither pays for
+the pipe. Every column's score must agree (both use Pons' convention): a
+disagreement is printed and the exit status is 1.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from engine.connect4 import Connect4
+from engine.sampling import uniform_positions
+
+#: The driver run by bitbully's own interpreter: one position a line (0-based columns), one
+#: JSON answer a line: the score of each column (null: full) and the call's microseconds.
+DRIVER = r"""
+import json, sys, time
+from bitbully import BitBully, Board
+agent = BitBully()
+agent.score_all_moves(Board())  # warm: its book loaded
+print("ready", flush=True)
+for line in sys.stdin:
+    board = Board(line.strip())
+    t = time.perf_counter()
+    scores = agent.score_all_moves(board)
+    us = (time.perf_counter() - t) * 1e6
+    print(json.dumps({"scores": [scores.get(c) for c in range(7)], "us": us}), flush=True)
+"""
+
+
+@dataclass
+class PlyFigures:
+    """The figures of one ply: microseconds per position of each tool, disagreements."""
+
+    ply: int
+    plybot_us: list[float] = field(default_factory=list)
+    peer_us: list[float] = field(default_factory=list)
+    move_us: list[float] = field(default_factory=list)
+    disagreements: list[str] = field(default_factory=list)
+
+
+def random_game_position(ply: int, rng: random.Random) -> Connect4:
+    """A position after ``ply`` uniformly random moves (drawn again if the game ended)."""
+    while True:
+        position = Connect4()
+        for _ in range(ply):
+            if position.outcome() is not None:
+                break
+            position.push(rng.choice(position.legal_moves()))
+        if position.outcome() is None and position.ply == ply:
+            return position
+
+
+def positions_for(ply: int, per_ply: int, seed: int) -> list[Connect4]:
+    """``per_ply`` positions of random games, then ``per_ply`` uniform positions."""
+    rng = random.Random(f"{seed}:{ply}")
+    games = [random_game_position(ply, rng) for _ in range(per_ply)]
+    return games + uniform_positions(ply, per_ply, seed=seed)
+
+
+class Peer:
+    """bitbully's driver in its own process."""
+
+    def __init__(self, python: str) -> None:
+        self.process = subprocess.Popen(
+            [python, "-c", DRIVER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.process.stdout is not None
+        ready = self.process.stdout.readline().strip()
+        if ready != "ready":
+            raise RuntimeError(f"{python}: bitbully's driver did not start (is bitbully there?)")
+
+    def scores(self, position: Connect4) -> tuple[list[int | None], float]:
+        assert self.process.stdin is not None
+        assert self.process.stdout is not None
+        moves = "".join(str(m) for m in position.moves)
+        self.process.stdin.write(moves + "\n")
+        self.process.stdin.flush()
+        answer = json.loads(self.process.stdout.readline())
+        return answer["scores"], float(answer["us"])
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        self.process.wait(timeout=10)
+
+
+def plybot_scores(position: Connect4) -> tuple[list[int | None], float]:
+    """Every column's exact score by plybot's in-process analysis, and its microseconds."""
+    from engine.analysis import analyze
+
+    t = time.perf_counter()
+    answer = analyze(position, mode="solve", all_moves=True)
+    us = (time.perf_counter() - t) * 1e6
+    if not answer.exact or answer.moves is None:
+        raise RuntimeError(f"'{position.notation()}': the analysis is not exact")
+    return [answer.moves.get(c) for c in range(position.width)], us
+
+
+def perfect_move_us(position: Connect4) -> float:
+    from engine.levels import choose_move
+
+    t = time.perf_counter()
+    choose_move(position, "perfect")
+    return (time.perf_counter() - t) * 1e6
+
+
+def run(
+    python: str, plies: range, per_ply: int, seed: int, out: TextIO = sys.stdout
+) -> list[PlyFigures]:
+    """Measure every ply of ``plies``, printing a row per ply as it is done."""
+    from engine.pool import default_solver
+
+    default_solver(7, 6).warm_up()
+    plybot_scores(Connect4())  # warm, as the peer is
+    peer = Peer(python)
+    figures: list[PlyFigures] = []
+    out.write(_HEADER)
+    try:
+        for ply in plies:
+            row = PlyFigures(ply)
+            for position in positions_for(ply, per_ply, seed):
+                ours, us = plybot_scores(position)
+                theirs, peer_us = peer.scores(position)
+                row.plybot_us.append(us)
+                row.peer_us.append(peer_us)
+                row.move_us.append(perfect_move_us(position))
+                if ours != theirs:
+                    row.disagreements.append(f"{position.notation() or '-'}: {ours} / {theirs}")
+            figures.append(row)
+            out.write(format_row(row))
+            out.flush()
+    finally:
+        peer.close()
+    return figures
+
+
+_HEADER = (
+    "| ply | positions | plybot median / p99 / max (ms) | bitbully median / p99 / max (ms) "
+    "| median ratio | perfect move median / p99 (ms) | agree |\n"
+    "|---|---|---|---|---|---|---|\n"
+)
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-quantile (0..1) of ``values``, nearest rank."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
+
+
+def format_row(row: PlyFigures) -> str:
+    def ms(values: list[float]) -> str:
+        return " / ".join(
+            f"{v / 1000:.3f}"
+            for v in (statistics.median(values), percentile(values, 0.99), max(values))
+        )
+
+    ratio = statistics.median(row.plybot_us) / max(statistics.median(row.peer_us), 1e-9)
+    move_median, move_p99 = statistics.median(row.move_us), percentile(row.move_us, 0.99)
+    n = len(row.plybot_us)
+    cells = [
+        str(row.ply),
+        str(n),
+        ms(row.plybot_us),
+        ms(row.peer_us),
+        f"{ratio:.2f}",
+        f"{move_median / 1000:.3f} / {move_p99 / 1000:.3f}",
+        f"{n - len(row.disagreements)}/{n}",
+    ]
+    return "| " + " | ".join(cells) + " |\n"

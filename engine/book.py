@@ -8,10 +8,12 @@ a position after two moves a quarter of an hour for Pons' C++ solver. A
 its children by negamax (:mod:`engine.layer`, ``plybot book build``). A book
 may also hold exact entries beyond its complete depth.
 
-The book is a read-only :class:`engine.cache.PositionCache`: the solver reads
-it before the shared cache (an exact root answers at once, exact children make
-an analysis of every column instant), and :class:`Tiered` puts it in front of
-another cache. It is never written by a search.
+The solver hands the book's arrays to its compiled core, which asks them at
+the root and at every node of the book's plies (an exact root answers at once,
+exact children make an analysis of every column instant): the first rung of
+the solver's lookup ladder. The book is also a read-only
+:class:`engine.cache.PositionCache` (:meth:`OpeningBook.get_many`), for tools
+that read it as one. It is never written by a search.
 
 File format (binary, little-endian): a header line, then one zlib stream of three
 arrays::
@@ -49,7 +51,7 @@ from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.cache import EXACT_DEPTH, CacheEntry, PositionCache
+from engine.cache import EXACT_DEPTH, CacheEntry
 from engine.connect4 import Connect4
 from engine.errors import PlybotError
 
@@ -276,30 +278,6 @@ class OpeningBook:
         for key, score, best in zip(self._keys, self._scores, self._best, strict=True):
             position = Connect4.from_key(key, self.width, self.height)
             yield position, score, position.from_canonical(best)
-
-
-class Tiered:
-    """A ``PositionCache`` that reads ``first`` (the book), then ``second`` for what it lacks.
-
-    Writes go to ``second`` only. ``second``'s failures are its own business
-    (a ``PositionCache`` never raises); a book answers without a round trip.
-    """
-
-    def __init__(self, first: PositionCache, second: PositionCache) -> None:
-        self.first = first
-        self.second = second
-
-    def get_many(self, game: str, variant: str, keys: Sequence[str]) -> list[CacheEntry | None]:
-        found = list(self.first.get_many(game, variant, keys))
-        missing = [i for i, entry in enumerate(found) if entry is None]
-        if missing:
-            more = self.second.get_many(game, variant, [keys[i] for i in missing])
-            for i, entry in zip(missing, more, strict=True):
-                found[i] = entry
-        return found
-
-    def put_many(self, game: str, variant: str, items: Sequence[tuple[str, CacheEntry]]) -> None:
-        self.second.put_many(game, variant, items)
 
 
 @cache

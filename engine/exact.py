@@ -177,8 +177,8 @@ def solve_then_search(
     if solver is None:
         solver = default_solver(position.width, position.height, cache)
     seen = None  # a pooled solver made with another cache reads its own (or nothing)
-    if solver.cache is cache and (cache is not None or solver.book is not None):
-        seen = known.neighbourhood(position, solver.book, cache, cached=read)
+    if solver.cache is cache and cache is not None:
+        seen = known.neighbourhood(position, cache, cached=read)
     solver_deadline = solver_share(deadline)
     result = solve_exact(
         position,

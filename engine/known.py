@@ -1,7 +1,10 @@
-"""What is already known about a position: one reader of the opening book and the shared cache.
+"""What the shared cache already knows about a position: its one reader.
 
 The search, the solver and the analysis (and the service's client, through
-:func:`cached_exact`) all read what earlier work proved through this module:
+:func:`cached_exact`) all read what earlier work proved through this module.
+The solver's own ladder (:meth:`engine.solver.Solver.known`) asks the opening
+book and the 12-stone database first, inside its compiled core, and this
+module's reader only for what they do not hold:
 
 * :class:`Known` is the one validated record. :func:`check` turns whatever a
   :class:`~engine.cache.PositionCache` answered into one, against the position
@@ -13,8 +16,8 @@ The search, the solver and the analysis (and the service's client, through
 * :func:`read` asks one source for many positions in one ``get_many``; any
   failure reads as "nothing known", never as an error.
 * :func:`neighbourhood` reads a root, its children and (early in the game) its
-  grandchildren from the book and the cache in one round trip: the solver
-  seeds its table with them. The analysis first checks whether the cache
+  grandchildren from the cache in one round trip: the solver seeds its table
+  with them. The analysis first checks whether the cache
   alone answers exactly (:func:`exact_answer` on the root and its children)
   and hands what it read over, so one analysis reads each key once.
 """
@@ -113,10 +116,10 @@ def read(
 @dataclass
 class Neighbourhood:
     """A root, its ongoing children and (before :data:`GRANDCHILDREN_BEFORE_PLY`) their
-    ongoing grandchildren, each with what is known of it.
+    ongoing grandchildren, each with what the shared cache knows of it.
 
-    ``positions[0]`` is the root; ``known[i]`` is the book's record of
-    ``positions[i]``, else the cache's, else ``None``.
+    ``positions[0]`` is the root; ``known[i]`` is the cache's record of
+    ``positions[i]``, else ``None``.
     """
 
     positions: list[Game]
@@ -125,16 +128,16 @@ class Neighbourhood:
 
 def neighbourhood(
     position: Game,
-    book: PositionCache | None,
     cache: PositionCache | None,
     *,
     cached: Mapping[str, Known | None] | None = None,
 ) -> Neighbourhood:
-    """Read ``position``'s neighbourhood: the book first, then the cache in one round trip.
+    """Read ``position``'s neighbourhood from the shared cache in one round trip.
 
-    The cache is asked only what the book does not know, and not the keys of
-    ``cached``: records already read from this cache, by key (the analysis
-    reads the root and its children first, to answer from the cache alone).
+    The cache is not asked the keys of ``cached``: records already read from
+    it, by key (the analysis reads the root and its children first, to answer
+    from the cache alone). The book and the database are not read here: the
+    solver's core asks them itself, at the root and at every node of a search.
     """
     positions: list[Game] = [position]
     for move in position.legal_moves():
@@ -150,12 +153,9 @@ def neighbourhood(
                 if grandchild.outcome() is None:
                     positions.append(grandchild)
     keys = [p.key() for p in positions]
-    found = read(book, positions, keys)
     cached = cached or {}
-    for i, key in enumerate(keys):
-        if found[i] is None and key in cached:
-            found[i] = cached[key]
-    ask = [i for i, key in enumerate(keys) if found[i] is None and key not in cached]
+    found: list[Known | None] = [cached.get(key) for key in keys]
+    ask = [i for i, key in enumerate(keys) if key not in cached]
     asked = read(cache, [positions[i] for i in ask], [keys[i] for i in ask])
     for i, record in zip(ask, asked, strict=True):
         found[i] = record

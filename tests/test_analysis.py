@@ -327,13 +327,15 @@ def test_bounds_never_contradict_the_exact_values() -> None:
 
 @pytest.mark.usefixtures("warm")
 def test_an_unfinished_analysis_is_honest() -> None:
-    # Past the opening book: seconds of solving (the example, "35", is in the book).
-    # Unfinished on any machine (it was skipped where the machine finished within 1 s): the
-    # solver is held at its 5th narrowing (a few thousand nodes in) until its share of the
-    # time has passed (SOLVER_SHARE of what was left when it began, before this step), then
-    # the generic search at its first depth until the deadline has passed.
-    position = Connect4.parse("7447442311")
-    deadline = time.monotonic() + 2.0
+    # Past the opening book and the 12-stone database: ten million nodes of solving (a
+    # position of Test_L1_R3, ply 13). Unfinished on any machine: the solver is held at its
+    # 5th narrowing (a few thousand nodes in) until its share of the time has passed
+    # (SOLVER_SHARE of what was left when it began, before this step), then the generic
+    # search at its first depth until the deadline has passed. The deadline is far enough
+    # that the first five narrowings come before the solver's share ends even on a machine
+    # a hundred times slower than this one (here: 7,000 nodes, a few milliseconds).
+    position = Connect4.parse("2147756677465")
+    deadline = time.monotonic() + 10.0
     steps, spend = held_at(
         {5: lambda now: now + (deadline - now) * SOLVER_SHARE, 6: lambda _: deadline}
     )

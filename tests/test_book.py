@@ -17,11 +17,9 @@ from engine.book import (
     BookError,
     BookLine,
     OpeningBook,
-    Tiered,
     parse,
     shipped_book,
 )
-from engine.cache import EXACT_DEPTH, CacheEntry, MemoryCache
 from engine.connect4 import Connect4
 from engine.errors import PlybotError
 from engine.layer import chunks, derive, needs_search, positions_at, solve_chunk
@@ -200,25 +198,6 @@ def test_solver_answers_book_positions_without_search(small_book: OpeningBook) -
     assert result.score == plain.score
 
 
-def test_tiered_reads_the_book_first_and_writes_behind_it(small_book: OpeningBook) -> None:
-    behind = MemoryCache()
-    tiered = Tiered(small_book, behind)
-    in_book = Connect4.parse("", "5x4").key()
-    elsewhere = Connect4.parse("1155234213", "5x4").key()
-    stored = CacheEntry(-3, -3, EXACT_DEPTH, 2)
-    tiered.put_many("connect4", "5x4", [(elsewhere, stored)])
-    assert behind.entries == {("connect4", "5x4", elsewhere): stored}
-    found = tiered.get_many("connect4", "5x4", [in_book, elsewhere, "ffff", "not hex"])
-    assert found[0] is not None
-    assert found[0].exact
-    assert found[1] == stored
-    assert found[2] is None
-    assert found[3] is None
-    assert behind.reads == 3  # the book's key was not asked of the cache behind it
-    assert small_book.get_many("connect4", "7x6", [in_book]) == [None]  # another board
-
-
-@pytest.mark.slow
 def test_shipped_book_is_compact_and_loads_fast() -> None:
     assert SHIPPED_PATH.stat().st_size <= 3 << 20
     code = (

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.book import shipped_book
 from engine.cache import EXACT_DEPTH, CacheEntry, MemoryCache
 from engine.connect4 import Connect4
 from engine.known import Known, check, exact_answer, neighbourhood, read
@@ -56,32 +55,24 @@ def test_read_asks_each_key_once_and_fails_to_nothing() -> None:
     assert read(None, [a]) == [None]
 
 
-def test_neighbourhood_reads_the_book_first_and_no_key_twice() -> None:
-    book = shipped_book()
-    assert book is not None
+def test_neighbourhood_reads_the_cache_once_and_no_key_twice() -> None:
     cache = Counting()
-    root = Connect4.parse("44444455")  # ply 8: in the book; some children at ply 9 too
+    root = Connect4.parse("44444455")
     child = root.copy()
     child.push(0)
+    cache.put_many("connect4", "7x6", [(root.key(), CacheEntry(2, 2, EXACT_DEPTH, 2))])
+    cache.batches.clear()
     already = {child.key(): Known(3, 3, EXACT_DEPTH, None)}  # read before, say
-    seen = neighbourhood(root, book, cache, cached=already)
+    seen = neighbourhood(root, cache, cached=already)
     assert len(cache.batches) == 1
     asked = cache.batches[0]
-    assert root.key() not in asked
+    assert root.key() in asked
     assert child.key() not in asked
     assert len(asked) == len(set(asked)) > 0  # grandchildren at ply 10: asked once each
-    assert seen.known[0] is not None
-    assert seen.known[0].exact
+    assert seen.known[0] == Known(2, 2, EXACT_DEPTH, root.from_canonical(2))
+    assert seen.known[seen.positions.index(child)] == already[child.key()]
     assert len(seen.positions) == len(seen.known)
-    outside = Connect4.parse("4444445525")
-    child_keys = set()
-    for move in outside.legal_moves():
-        c = outside.copy()
-        c.push(move)
-        child_keys.add(c.key())
-    seen = neighbourhood(outside, None, cache, cached=dict.fromkeys(child_keys))
-    assert outside.key() in cache.batches[-1]
-    assert not child_keys & set(cache.batches[-1])
+    assert neighbourhood(root, None).known == [None] * len(seen.positions)  # no cache: nothing
 
 
 def test_exact_answer_needs_every_child_and_a_consistent_root() -> None:

@@ -1,7 +1,9 @@
-"""What the solver reads of the book and the shared cache before a solve, and writes after.
+"""What the solver reads of the shared cache before a solve, and writes after.
 
-Read once per solve (:func:`read`), through :mod:`engine.known`: the root, its
-children and (early in the game) its grandchildren, in one round trip, unless
+The last rung of the solver's lookup ladder (the book and the database are the
+core's own, asked at every node). Read once per solve (:func:`read`), through
+:mod:`engine.known`: the root, its children and (early in the game) its
+grandchildren, in one round trip, unless
 the caller already read that neighbourhood (the analysis does, to check the
 cache alone first) and hands it over. Proven bounds seed the table; an exact
 root with its best move answers at once. A finished solve writes the root
@@ -25,22 +27,24 @@ if TYPE_CHECKING:
 
 
 def read(run: Run, analyze: bool, seen: Neighbourhood | None = None) -> SolveResult | None:
-    """Seed ``run``'s table with what is known around its root; the result if the root answers.
+    """Seed ``run``'s table with what the shared cache knows around its root; the result if
+    the root answers. A root the core's known tiers hold (``run.root_known`` set) keeps
+    their answer: the cache adds only its neighbours.
 
-    ``seen``: the root's neighbourhood as already read from this solver's book
-    and cache (else it is read here, in one round trip).
+    ``seen``: the root's neighbourhood as already read from this solver's cache
+    (else it is read here, in one round trip).
     """
     solver = run.solver
     if seen is None:
-        if solver.book is None and solver.cache is None:
+        if solver.cache is None:
             return None
-        seen = known_.neighbourhood(run.position, solver.book, solver.cache)
+        seen = known_.neighbourhood(run.position, solver.cache)
     for q, record in zip(seen.positions[1:], seen.known[1:], strict=True):
         if record is not None and record.proven:
             assert isinstance(q, Connect4)  # seed reads bitboards: the root is Connect Four
             run.seed(q, record.lower, record.upper, -1 if record.move is None else record.move)
     root = seen.known[0]
-    if root is None or not root.proven:
+    if run.root_known is not None or root is None or not root.proven:
         return None
     p = run.position
     move = -1 if root.move is None else root.move

@@ -6,14 +6,15 @@ keep one per process (a worker, the CLI; :mod:`engine.pool`) and every solve
 starts from what earlier ones proved. Not thread-safe: one solve at a time
 per solver (:meth:`Solver.interrupt` is the exception: any thread may call it).
 
-An opening book (:class:`engine.book.OpeningBook`) given as ``book`` is read
-at the root, as the shared cache is, and also inside the search itself: every
-node at the book's plies asks it first (the core's lookup ladder: the book,
-then the table), so a search from shortly after the book's depth is a few
-plies away from exact answers. A stones database (:mod:`engine.database`,
-the 12-stone one of 7x6) given as ``database`` is asked the same way at every
-node with its stone count, so every position before that ply is a few plies of
-search away from exact answers too.
+The solver owns its lookup ladder, asked in this order: the opening book
+(:class:`engine.book.OpeningBook`, given as ``book``) and the 12-stone database
+(:mod:`engine.database`, given as ``database``), both held by the compiled core
+and asked by the search itself at every node of their plies; then the
+transposition table; then the shared cache (``cache``), read once per solve
+around the root (:mod:`engine.solver.cache_io`) and written after.
+:meth:`Solver.known` answers "what is known about these positions" from the
+same ladder, without search. So a search from shortly after the book's depth,
+or before ply 12, is a few plies away from exact answers.
 
 Scores are Pons' (and :mod:`engine.game`'s): from the side to move, ``22 -
 stones`` of the winner at the win on 7x6, negative for a loss, 0 for a draw.
@@ -22,9 +23,9 @@ are in ``{-1, 0, 1}``.
 
 One concern per module behind it: :mod:`engine.solver.results` (what a solve
 answers), :mod:`engine.solver.run` (the driver of one solve) and
-:mod:`engine.solver.cache_io` (the opening book and the optional external
-cache, :class:`engine.cache.PositionCache`: read once per solve, written
-after; they can never make a solve fail or be wrong).
+:mod:`engine.solver.cache_io` (the optional shared cache,
+:class:`engine.cache.PositionCache`: read once per solve, written after; it
+can never make a solve fail or be wrong).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from engine import known as known_
-from engine.book import OpeningBook, Tiered
+from engine.book import OpeningBook
 from engine.cache import PositionCache
 from engine.connect4 import Connect4
 from engine.errors import NotationError
@@ -72,11 +73,7 @@ class Solver:
         self.width = width
         self.height = height
         self.cache = cache
-        #: Read before searching: the book (in-process) first, then the shared cache.
         self.book = book
-        self._known: PositionCache | None = cache
-        if book is not None:
-            self._known = book if cache is None else Tiered(book, cache)
         if isinstance(book, OpeningBook) and book.variant == self.variant:
             # The core keeps the book's arrays alive and asks them inside the search.
             self._core.add_known(*book.columns())
@@ -111,13 +108,27 @@ class Solver:
         before a deadline, so they need not know how the core is built."""
 
     def known(self, positions: Sequence[Connect4]) -> list[int | None]:
-        """Each position's exact score from the book or the external cache, else ``None``.
+        """Each position's exact score, else ``None``: the solver's lookup ladder, no search.
 
-        One ``get_many``, no search; a malformed or impossible entry is ``None``
-        (:func:`engine.known.read`).
+        The ladder, in order: the book and the database (the compiled core's known
+        tiers, the same the search asks at every node), then the shared cache,
+        asked only for the rest in one ``get_many`` (a malformed or impossible
+        entry is ``None``: :func:`engine.known.read`).
         """
-        records = known_.read(self._known, positions)
-        return [r.lower if r is not None and r.exact else None for r in records]
+        scores: list[int | None] = []
+        rest: list[int] = []
+        for i, q in enumerate(positions):
+            found = (
+                self._core.known(q.current, q.mask, q.ply) if q.variant == self.variant else None
+            )
+            scores.append(None if found is None else found[0])
+            if found is None:
+                rest.append(i)
+        records = known_.read(self.cache, [positions[i] for i in rest])
+        for i, record in zip(rest, records, strict=True):
+            if record is not None and record.exact:
+                scores[i] = record.lower
+        return scores
 
     # -- single positions ---------------------------------------------------------
 
@@ -181,27 +192,25 @@ class Solver:
         """Yield a :class:`SolveProgress` after each null-window search, then the result.
 
         ``known``: ``position``'s neighbourhood as already read from this solver's
-        book and cache (:func:`engine.known.neighbourhood`), so it is not read twice.
+        cache (:func:`engine.known.neighbourhood`), so it is not read twice.
+
+        The lookup ladder: the core's known tiers (the book, the database) answer the
+        root at once (microseconds); then the shared cache's neighbourhood seeds the
+        table; then the search, which asks the known tiers and the table at every node.
         """
         self._check(position)
         require_ongoing(position)
         run = Run(self, position, weak, deadline, node_limit)
         run.want_pv = pv
-        if not analyze:
-            # The book inside the core answers its positions at once (microseconds), before
-            # the neighbourhood is read from the book and the cache (for what a search needs).
-            found = self._core.known(position.current, position.mask, position.ply)
-            if found is not None and found[1] >= 0:
+        found = self._core.known(position.current, position.mask, position.ply)
+        if found is not None:
+            run.root_known = (found[0], found[0], found[1])
+            if not analyze and found[1] >= 0:
                 hit = cache_io.answer(run, found[0], found[0], found[1])
                 if hit is not None:
                     yield hit
                     return
-        # The neighbourhood (root, children, grandchildren early on) is read unless only the
-        # book would be asked and it holds nothing that deep.
-        if known is not None or not self._nothing_known_near(position):
-            hit = cache_io.read(run, analyze, known)
-        else:
-            hit = None
+        hit = cache_io.read(run, analyze, known) if known is not None or self.cache else None
         if hit is not None:
             yield hit
             return
@@ -279,15 +288,6 @@ class Solver:
                 f"'{getattr(position, 'variant', type(position).__name__)}': "
                 f"this solver plays Connect Four {self.variant}"
             )
-
-    def _nothing_known_near(self, position: Connect4) -> bool:
-        """True if no cache is read and the core's book holds nothing at the position's ply or
-        deeper (so neither it nor its children nor grandchildren can be in it)."""
-        return (
-            self.cache is None
-            and isinstance(self.book, OpeningBook)
-            and position.ply > self._core.known_max_ply
-        ) or self._known is None
 
     @staticmethod
     def _last(items: Iterator[SolveProgress | SolveResult]) -> SolveResult:

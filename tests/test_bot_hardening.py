@@ -12,17 +12,17 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sys
 import time
-from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
 import discord
 import pytest
 
+import bot.picture
 import bot.render
 from bot.settings import BotSettings
+from engine.connect4 import Connect4
 from tests.fixtures.discord import (
     DiscordWorld,
     FakeMessage,
@@ -31,7 +31,7 @@ from tests.fixtures.discord import (
     run_with_bot,
 )
 from tests.fixtures.waiting import wait_for
-from worker.core.games import GameSession
+from worker.core import contract
 from worker.process.processes import WorkerPool
 from worker.process.redis_server import RedisServer
 
@@ -483,22 +483,33 @@ def test_a_bot_move_parses_once_and_draws_one_picture_per_redraw(
     discord_world: DiscordWorld,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Counted in the bot's process (the workers are processes of their own): the engine's
+    parses of a notation (``Connect4.parse`` of a non-empty one), of a move's name
+    (``Connect4.parse_move``) and the board pictures drawn, over a press and plybot's reply.
+    The shared cache of parsed requests is emptied first: a cache hit must not hide a parse."""
     world = discord_world
-    parses: Counter[str] = Counter()  # GameSession.position() calls by the bot, per caller
-    pictures: list[int] = []
-    parse, draw_png = GameSession.position, bot.render.board_png
+    parsed: list[str] = []  # the notations parsed
+    names: list[str] = []  # the move names parsed
+    pictures: list[int] = []  # the ply of each picture drawn
+    parse, parse_move = Connect4.parse.__func__, Connect4.parse_move  # type: ignore[attr-defined]
+    draw_png = bot.picture.board_png
 
-    def counted_parse(session: GameSession) -> Any:
-        caller = sys._getframe(1)
-        if caller.f_globals["__name__"].startswith("bot."):
-            parses[caller.f_code.co_name] += 1
-        return parse(session)
+    def counted_parse(cls: type[Connect4], notation: str, variant: str | None = None) -> Any:
+        if notation:
+            parsed.append(notation)
+        return parse(cls, notation, variant)
 
-    def counted_png(position: Any) -> bytes:
+    def counted_parse_move(position: Connect4, text: str) -> int:
+        names.append(text)
+        return parse_move(position, text)
+
+    def counted_png(position: Connect4) -> bytes:
         pictures.append(position.ply)
         return draw_png(position)
 
-    monkeypatch.setattr(GameSession, "position", counted_parse)
+    monkeypatch.setattr(Connect4, "parse", classmethod(counted_parse))
+    monkeypatch.setattr(Connect4, "parse_move", counted_parse_move)
+    monkeypatch.setattr(bot.picture, "board_png", counted_png)
     monkeypatch.setattr(bot.render, "board_png", counted_png)
 
     async def scenario(bot_: Any) -> None:
@@ -506,16 +517,25 @@ def test_a_bot_move_parses_once_and_draws_one_picture_per_redraw(
         alice = world.user("alice")
         board = await against_plybot(world, bot_, alice, "connect4")
         for column in ("4", "4", "3"):
-            parses.clear()
+            contract._parsed.cache_clear()
+            parsed.clear()
+            names.clear()
             pictures.clear()
             versions = len(board.history)
             press = await world.press(bot_, alice, board, column)
             assert press.ephemeral == []
             await cog.idle()  # plybot's reply played and shown
-            redraws = len(board.history) - versions
-            assert redraws == 2  # the press's board, then plybot's move
-            # One parse per redraw, and one more to name the pressed button's move.
-            assert parses == {"draw": redraws, "press": 1}, parses
-            assert len(pictures) == redraws, pictures  # one picture per redraw
+            shown = board.history[versions:]
+            assert len(shown) == 2  # two redraws: the press's board, then plybot's move
+            # At most one parse of the game's notation for the press and plybot's reply
+            # (the press reads the game from Redis; plybot's reply is played on the
+            # position the game carries) ...
+            assert len(parsed) <= 1, parsed
+            # ... and one move name: plybot's move as the workers answer it (JSON, in
+            # notation); the pressed move is a number from the button to the engine.
+            assert len(names) == 1, names
+            # One picture per redraw, and each redraw shows one.
+            assert len(pictures) == len(shown), pictures
+            assert [len(v["wire"]["attachments"]) for v in shown] == [1] * len(shown)
 
     run_with_bot(world, settings, redis_url, scenario)

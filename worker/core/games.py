@@ -465,9 +465,10 @@ class GameStore:
         nothing is written). If another writer changes the game in between,
         ``change`` runs again on the fresh state (so it must have no side
         effects); after :attr:`RETRIES` conflicts, :class:`GameConflictError`.
-        Returns the stored session (with ``version`` bumped if it changed), carrying
-        its parsed position. ``known``: as for :meth:`get` (the stored session takes
-        its position if it is the same: a move played then parses nothing).
+        Returns the stored session (with ``version`` bumped if it changed), carrying the
+        parsed position ``change`` played on, if it needed one. ``known``: as for
+        :meth:`get` (the stored session takes its position if it is the same: a move
+        played then parses nothing).
         """
         key = self.key(game_id)
         for _ in range(self.RETRIES):

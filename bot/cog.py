@@ -148,12 +148,13 @@ def draw(
     deadline: float | None = None,
 ) -> dict[str, Any]:
     """The message (embed, buttons, board picture) showing ``table``, as keyword arguments
-    for a send (``new``) or an edit (which replaces the picture). A game's notation is
-    parsed once and its picture drawn once per call."""
+    for a send (``new``) or an edit (which replaces the picture). A game's position is the
+    one its session carries (parsed only if it carries none), and its picture is drawn
+    once per call."""
     if isinstance(table, Challenge):
         view = challenge_view(table) if closed is None else None
         return {"embed": challenge_embed(table, closed), "view": view}
-    position = table.position()  # parsed once for the embed, the buttons and the picture
+    position = table.position()  # one position for the embed, the buttons and the picture
     drawn: dict[str, Any] = {
         "embed": game_embed(table, position, deadline),
         "view": game_view(table, position),
@@ -208,7 +209,7 @@ class Games(commands.Cog, name=COG_NAME):
         bot stopped: such a board would show "thinking" for good); start the sweeper."""
         for session in await self.service.recover():
             if session.bot_to_move:
-                self.watch_bot_move(session.id)
+                self.watch_bot_move(session)
             elif session.ply and session.players[(session.ply - 1) % 2] == BOT:
                 self._spawn(self.show(Update(session), announce=False))
         self._sweeper = asyncio.create_task(self._sweep_forever(), name="plybot-sweeper")
@@ -489,8 +490,8 @@ class Games(commands.Cog, name=COG_NAME):
             await self._tell(interaction, result)
             return
         await self._post(interaction, result.table)
-        if result.bot_to_move:
-            self.watch_bot_move(result.table.id)
+        if result.bot_to_move and isinstance(result.table, GameSession):
+            self.watch_bot_move(result.table)
 
     async def _post(
         self, interaction: discord.Interaction[Any], table: GameSession | Challenge
@@ -608,7 +609,7 @@ class Games(commands.Cog, name=COG_NAME):
         if not isinstance(table, GameSession):
             return
         if update.bot_to_move:
-            self.watch_bot_move(table.id)
+            self.watch_bot_move(table)
         elif not playing(table):
             self._pressed.pop(table.id, None)
             self._spawn(self._drop_turn_ping(table))
@@ -674,12 +675,15 @@ class Games(commands.Cog, name=COG_NAME):
 
     # -- background work -------------------------------------------------------------
 
-    def watch_bot_move(self, game_id: str) -> None:
-        """Get the bot's move in ``game_id`` (asking the workers if no job is out) and show it."""
+    def watch_bot_move(self, session: GameSession) -> None:
+        """Get the bot's move in ``session``'s game (asking the workers if no job is out) and
+        show it. ``session`` is the game as last seen here: the move is played on the game
+        as stored then, with ``session``'s parsed position if it is still the same."""
+        game_id = session.id
         running = self._bot_moves.get(game_id)
         if running is not None and not running.done():
             return
-        task = asyncio.create_task(self._bot_move(game_id), name=f"plybot-move-{game_id}")
+        task = asyncio.create_task(self._bot_move(session), name=f"plybot-move-{game_id}")
         self._bot_moves[game_id] = task
         task.add_done_callback(lambda t: self._forget_bot_move(game_id, t))
 
@@ -687,9 +691,10 @@ class Games(commands.Cog, name=COG_NAME):
         if self._bot_moves.get(game_id) is task:
             del self._bot_moves[game_id]
 
-    async def _bot_move(self, game_id: str) -> None:
+    async def _bot_move(self, known: GameSession) -> None:
+        game_id = known.id
         try:
-            session = await self.service.games.get(game_id)
+            session = await self.service.games.get(game_id, known=known)
             update = await self._bot_move_or_abort(session)
             if update is not None:
                 await self.show(update)
@@ -727,8 +732,7 @@ class Games(commands.Cog, name=COG_NAME):
                 self._spawn(self._retry_bot_move(session.id))
 
     async def _retry_bot_move(self, game_id: str) -> None:
-        await self.service.request_bot_move(game_id)
-        self.watch_bot_move(game_id)
+        self.watch_bot_move(await self.service.request_bot_move(game_id))
 
     async def _sweep_forever(self) -> None:
         while True:

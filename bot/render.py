@@ -284,7 +284,7 @@ def game_embed(
 ) -> discord.Embed:
     """The board message of a game: players, whose turn (and by when) or the result.
 
-    ``position`` is ``session``'s, parsed once by the caller for the whole redraw
+    ``position`` is ``session``'s, got once by the caller for the whole redraw
     (parsed here if not given). The board itself is the attached picture
     (Connect Four, :func:`board_picture`, drawn by the caller), the buttons
     (tic-tac-toe) or a text grid (other games). No engine score is shown: it

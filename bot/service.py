@@ -386,16 +386,14 @@ class DiscordGames:
             return notice("not_your_turn", who=mention(session.to_move or ""))
         if ply != session.ply:
             return notice("stale_board", refresh=session)
-        position = session.position()
-        name = position.move_name(move)
 
         def play(s: GameSession) -> GameSession:
             if s.ply != ply:  # the game moved on since we looked
                 raise GameTurnError(f"game {s.id}: the board changed, press again")
-            return s.play(user_id, name)
+            return s.play_move(user_id, move)
 
         try:
-            session = await self.games.update(game_id, play)
+            session = await self.games.update(game_id, play, known=session)
         except (GameError, PlybotError) as exc:
             return notice("illegal", reason=_illegal_text(exc))
         if session.ongoing:

@@ -186,7 +186,7 @@ def game_view(session: GameSession, position: Game | None = None) -> discord.ui.
     blue, O red; the last one in brackets), never dimmed by disabling (pressing
     it is refused by the rules). Once over: Rematch, and for tic-tac-toe the
     final board with the winning three in green. Labelled in the game's language.
-    ``position`` is ``session``'s, parsed once by the caller (parsed here if not given).
+    ``position`` is ``session``'s, got once by the caller (here if not given).
     """
     position = session.position() if position is None else position
     live = playing(session)

@@ -15,6 +15,7 @@ pytest_plugins = [
     "tests.fixtures.service",
     "tests.fixtures.api",
     "tests.fixtures.discord",
+    "tests.fixtures.discord_bot",
     "tests.fixtures.browser",
 ]
 

@@ -22,56 +22,31 @@ from redis.asyncio import Redis
 from bot.picture import RIM, centre
 from bot.settings import BotSettings
 from engine.game import new_game
-from tests.fixtures.discord import (
-    DiscordWorld,
-    FakeMessage,
-    bot_settings,
-    run_with_bot,
-    start_bot,
-    stop_bot,
-)
+from tests.fixtures.discord import DiscordWorld, run_with_bot, stop_bot
+from tests.fixtures.discord_bot import CHANNEL, GUILD, BotChannel
 from worker.process.redis_server import RedisServer
 
 pytestmark = [pytest.mark.redis, pytest.mark.service]
-
-GUILD = 5151
-CHANNEL = 888
-
-
-@pytest.fixture
-def settings(redis_url: str) -> BotSettings:
-    return bot_settings(redis_url)
 
 
 def pixel(png: bytes, xy: tuple[int, int]) -> tuple[int, int, int]:
     return Image.open(io.BytesIO(png)).convert("RGB").getpixel(xy)  # type: ignore[return-value]
 
 
-def posts(world: DiscordWorld) -> list[FakeMessage]:
-    """The bot's public messages in the channel that are not boards."""
-    return [m for m in world.in_channel(CHANNEL) if m.embed is None]
-
-
 @pytest.mark.usefixtures("workers")
 def test_challenge_played_to_a_win_marks_the_four_pings_each_turn_then_a_rematch(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
+    here: BotChannel,
 ) -> None:
-    world = discord_world
+    world = here.world
 
     async def scenario(bot: Any) -> None:
         alice, bob = world.user("alice"), world.user("bob")
-        refused = await world.slash(
-            bot, "connect4", alice, guild_id=GUILD, channel_id=CHANNEL, opponent=bob, level="hard"
-        )
+        refused = await here.slash(bot, "connect4", alice, opponent=bob, level="hard")
         assert refused.ephemeral == [
             "`level` is plybot's strength: it does not apply when you challenge a member. "
             "Leave it out, or leave out `opponent` to play plybot."
         ]
-        start = await world.slash(
-            bot, "connect4", alice, guild_id=GUILD, channel_id=CHANNEL, opponent=bob
-        )
-        board = start.shown
-        assert board is not None
+        board = await here.shown(bot, "connect4", alice, opponent=bob)
         assert board.pinged == [bob.id]
         await world.press(bot, bob, board, "Accept")
         assert "or forfeit." in board.text  # the deadline, on the board
@@ -79,12 +54,12 @@ def test_challenge_played_to_a_win_marks_the_four_pings_each_turn_then_a_rematch
         for mover, column in [(alice, "1"), (bob, "2")] * 3:
             assert (await world.press(bot, mover, board, column)).ephemeral == []
             await bot.get_cog("Games").idle()
-            ping = posts(world)[-1]
+            ping = here.posts()[-1]
             other = bob if mover is alice else alice
             assert ping.content is not None
             assert ping.content.startswith(f"{other.mention}, your move in Connect Four")
             assert ping.pinged == [other.id]  # the player to move, nobody else
-            live = [m for m in posts(world) if "your move" in (m.content or "") and not m.deleted]
+            live = [m for m in here.posts() if "your move" in (m.content or "") and not m.deleted]
             assert live == [ping]  # the previous turn's ping was deleted: no pile of pings
         await world.press(bot, alice, board, "1")
         await bot.get_cog("Games").idle()
@@ -94,7 +69,7 @@ def test_challenge_played_to_a_win_marks_the_four_pings_each_turn_then_a_rematch
         position = new_game("connect4", "1212121")
         for row in range(4):  # the winning four, joined by the line through their centres
             assert pixel(png, centre(position, 0, row)) == RIM
-        result = posts(world)[-1]
+        result = here.posts()[-1]
         assert result.content is not None
         assert " beat " in result.content
         assert result.pinged == []
@@ -113,34 +88,28 @@ def test_challenge_played_to_a_win_marks_the_four_pings_each_turn_then_a_rematch
         await world.press(bot, alice, challenge, "Accept")
         assert f"Move 1 · 🔴 {bob.mention} to play" in challenge.text
 
-    run_with_bot(world, settings, redis_url, scenario)
+    here.run(scenario)
 
 
 @pytest.mark.usefixtures("workers")
-def test_against_plybot_resign_button_rematch_and_no_pings(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
-) -> None:
-    world = discord_world
+def test_against_plybot_resign_button_rematch_and_no_pings(here: BotChannel) -> None:
+    world = here.world
 
     async def scenario(bot: Any) -> None:
         cog = bot.get_cog("Games")
         alice = world.user("alice")
-        start = await world.slash(
-            bot, "tictactoe", alice, guild_id=GUILD, channel_id=CHANNEL, level="easy"
-        )
-        board = start.shown
-        assert board is not None
+        board = await here.shown(bot, "tictactoe", alice, level="easy")
         assert board.pinged == []
         await world.press(bot, alice, board, "5")
         await cog.idle()
-        assert posts(world) == []  # no "your turn" message against plybot
+        assert here.posts() == []  # no "your turn" message against plybot
         taken = await world.press(bot, alice, board, "X")  # her mark: the buttons are the board
         assert taken.ephemeral == ["Cell 5 is taken."]
         resign = await world.press(bot, alice, board, "Resign")
         assert resign.ephemeral == []
         await cog.idle()
         assert f"❌ {alice.mention} resigned after" in board.text
-        said = posts(world)[-1]
+        said = here.posts()[-1]
         assert said.content == f"Tic-tac-toe: {alice.mention} resigned; plybot (easy) wins."
         assert said.pinged == []
         # The final board stays (free cells disabled, marks full contrast), Rematch under it.
@@ -158,48 +127,42 @@ def test_against_plybot_resign_button_rematch_and_no_pings(
             "You already have a game or challenge in this channel: finish it or `/resign` first."
         ]
 
-    run_with_bot(world, settings, redis_url, scenario)
+    here.run(scenario)
 
 
 @pytest.mark.usefixtures("workers")
 def test_board_command_posts_the_game_again_and_the_new_message_is_the_one_kept(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
+    here: BotChannel,
 ) -> None:
-    world = discord_world
+    world = here.world
 
     async def scenario(bot: Any) -> None:
         cog = bot.get_cog("Games")
         alice = world.user("alice")
-        none = await world.slash(bot, "board", alice, guild_id=GUILD, channel_id=CHANNEL)
+        none = await here.slash(bot, "board", alice)
         assert none.ephemeral == ["You have no game in this channel."]
-        first = await world.slash(bot, "connect4", alice, guild_id=GUILD, channel_id=CHANNEL)
-        old = first.shown
-        assert old is not None
-        back = await world.slash(bot, "board", alice, guild_id=GUILD, channel_id=CHANNEL)
-        new = back.shown
-        assert new is not None
+        old = await here.shown(bot, "connect4", alice)
+        new = await here.shown(bot, "board", alice)
         assert new is not old
         assert new.picture is not None
         await world.press(bot, alice, new, "4")
         await cog.idle()
         assert f"Move 3 · 🔴 {alice.mention} to play" in new.text  # plybot answered there
 
-    run_with_bot(world, settings, redis_url, scenario)
+    here.run(scenario)
 
 
 @pytest.mark.usefixtures("workers")
 def test_a_channel_without_the_bots_permissions_is_refused_with_an_explanation(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
+    here: BotChannel,
 ) -> None:
-    world = discord_world
+    world = here.world
     world.permissions[CHANNEL] = discord.Permissions(view_channel=True, send_messages=True)
 
     async def scenario(bot: Any) -> None:
         alice, bob = world.user("alice"), world.user("bob")
         for options in ({}, {"opponent": bob}):
-            refused = await world.slash(
-                bot, "connect4", alice, guild_id=GUILD, channel_id=CHANNEL, **options
-            )
+            refused = await here.slash(bot, "connect4", alice, **options)
             assert refused.ephemeral == [
                 "I cannot show a game in this channel: I am missing Embed Links, Attach Files, "
                 "Read Message History here. Ask a server admin to grant them to plybot, or "
@@ -208,7 +171,7 @@ def test_a_channel_without_the_bots_permissions_is_refused_with_an_explanation(
         assert world.in_channel(CHANNEL) == []
         # A French-speaking member reads the same refusal in French.
         french = world.user("amélie", locale="fr")
-        refused = await world.slash(bot, "tictactoe", french, guild_id=GUILD, channel_id=CHANNEL)
+        refused = await here.slash(bot, "tictactoe", french)
         assert refused.ephemeral == [
             "Je ne peux pas afficher de partie dans ce salon : il me manque Embed Links, "
             "Attach Files, Read Message History ici. Demandez à un admin du serveur de les "
@@ -219,18 +182,16 @@ def test_a_channel_without_the_bots_permissions_is_refused_with_an_explanation(
         assert ok.ephemeral == []
         assert ok.shown is not None
 
-    run_with_bot(world, settings, redis_url, scenario)
+    here.run(scenario)
 
 
 @pytest.mark.usefixtures("workers")
-def test_two_bot_processes_sharing_a_token_handle_each_interaction_once(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
-) -> None:
-    world = discord_world
+def test_two_bot_processes_sharing_a_token_handle_each_interaction_once(here: BotChannel) -> None:
+    world = here.world
 
     async def scenario() -> None:
-        one = await start_bot(world, settings, redis_url)
-        two = await start_bot(world, settings, redis_url)
+        one = await here.start_bot()
+        two = await here.start_bot()
         try:
             for i in range(6):
                 user = world.user(f"u{i}")
@@ -253,20 +214,16 @@ def test_two_bot_processes_sharing_a_token_handle_each_interaction_once(
     asyncio.run(scenario())
 
 
-def test_workers_down_is_said_at_once(
-    redis_url: str, discord_world: DiscordWorld, settings: BotSettings
-) -> None:
+def test_workers_down_is_said_at_once(here: BotChannel) -> None:
     # Another Redis database: the same server, where no worker holds a lease.
-    empty = redis_url.rsplit("/", 1)[0] + "/7"
-    world = discord_world
-    lonely = settings.model_copy(update={"redis_url": empty})
+    empty = here.redis_url.rsplit("/", 1)[0] + "/7"
+    world = here.world
+    lonely = here.settings.model_copy(update={"redis_url": empty})
 
     async def scenario(bot: Any) -> None:
         alice = world.user("alice")
         for command, options in (("connect4", {}), ("analyze", {"game": "connect4"})):
-            done = await world.slash(
-                bot, command, alice, guild_id=GUILD, channel_id=CHANNEL, **options
-            )
+            done = await here.slash(bot, command, alice, **options)
             assert done.answer_kind == "defer"  # acknowledged first, then told
             assert done.ephemeral == [
                 "plybot's engine is offline right now (no worker is running), so it cannot "
@@ -275,53 +232,47 @@ def test_workers_down_is_said_at_once(
             assert done.answered_in is not None
             assert done.answered_in < 3
 
-    run_with_bot(world, lonely, empty, scenario)
+    here.run(scenario, lonely, empty)
 
 
 @pytest.mark.usefixtures("workers")
-def test_a_failing_button_and_a_failing_command_still_answer(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
-) -> None:
-    world = discord_world
+def test_a_failing_button_and_a_failing_command_still_answer(here: BotChannel) -> None:
+    world = here.world
 
     async def scenario(bot: Any) -> None:
         alice = world.user("alice")
-        start = await world.slash(bot, "tictactoe", alice, guild_id=GUILD, channel_id=CHANNEL)
-        board = start.shown
-        assert board is not None
+        board = await here.shown(bot, "tictactoe", alice)
         game_id = board.buttons()[0].custom_id.split(":")[2]
         # The game's record is damaged (not JSON): the handler raises, the presser hears of it.
-        async with Redis.from_url(redis_url) as redis:
-            await redis.set(f"{settings.bot_key_prefix}game:{game_id}", "{not json")
+        async with Redis.from_url(here.redis_url) as redis:
+            await redis.set(f"{here.settings.bot_key_prefix}game:{game_id}", "{not json")
         press = await world.press(bot, alice, board, "5")
         assert press.ephemeral == [
             "Something went wrong on plybot's side; it was logged. Try again in a moment."
         ]
-        command = await world.slash(bot, "board", alice, guild_id=GUILD, channel_id=CHANNEL)
+        command = await here.slash(bot, "board", alice)
         assert command.ephemeral == [
             "Something went wrong on plybot's side; it was logged. Try again in a moment."
         ]
 
-    run_with_bot(world, settings, redis_url, scenario)
+    here.run(scenario)
 
 
 @pytest.mark.usefixtures("workers")
 def test_server_settings_are_changed_by_managers_only_and_apply_to_new_games(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
+    here: BotChannel,
 ) -> None:
-    world = discord_world
+    world = here.world
 
     async def scenario(bot: Any) -> None:
         cog = bot.get_cog("Games")
         admin, alice = world.user("admin"), world.user("alice")
         world.member_permissions[admin.id] = discord.Permissions(manage_guild=True)
-        denied = await world.slash(
-            bot, "settings", alice, guild_id=GUILD, channel_id=CHANNEL, level="hard"
-        )
+        denied = await here.slash(bot, "settings", alice, level="hard")
         assert denied.ephemeral == [
             "Only members with Manage Server can change plybot's settings here."
         ]
-        shown = await world.slash(bot, "settings", admin, guild_id=GUILD, channel_id=CHANNEL)
+        shown = await here.slash(bot, "settings", admin)
         assert shown.ephemeral == [
             "Settings of this server:\nDefault level against plybot: **medium**\n"
             "Move timeout: **30 minutes** (then the player to move forfeits)\n"
@@ -330,17 +281,16 @@ def test_server_settings_are_changed_by_managers_only_and_apply_to_new_games(
         ]
         french = world.user("gérante", locale="fr")
         world.member_permissions[french.id] = discord.Permissions(manage_guild=True)
-        vu = await world.slash(bot, "settings", french, guild_id=GUILD, channel_id=CHANNEL)
+        vu = await here.slash(bot, "settings", french)
         assert vu.ephemeral == [
             "Réglages de ce serveur :\nNiveau par défaut contre plybot : **medium**\n"
             "Délai par coup : **30 minutes** (ensuite, le joueur au trait perd par forfait)\n"
             "Les parties se jouent dans : n'importe quel salon\n"
             "Langue des plateaux et des annonces : **anglais** (la langue du serveur dans Discord)"
         ]
-        changed = await world.slash(
-            bot, "settings", admin, guild_id=GUILD, channel_id=CHANNEL,
-            level="hard", move_timeout=5, channel=world.channel(CHANNEL),
-        )  # fmt: skip
+        changed = await here.slash(
+            bot, "settings", admin, level="hard", move_timeout=5, channel=world.channel(CHANNEL)
+        )
         assert changed.ephemeral[0].startswith(
             "Settings changed.\nDefault level against plybot: **hard**\n"
             f"Move timeout: **5 minutes** (then the player to move forfeits)\n"
@@ -353,27 +303,23 @@ def test_server_settings_are_changed_by_managers_only_and_apply_to_new_games(
         other_server = await world.slash(bot, "tictactoe", alice, guild_id=GUILD + 1, channel_id=1)
         assert other_server.ephemeral == []  # settings are per server
 
-        start = await world.slash(bot, "tictactoe", alice, guild_id=GUILD, channel_id=CHANNEL)
-        board = start.shown
-        assert board is not None
+        board = await here.shown(bot, "tictactoe", alice)
         assert f"❌ X: {alice.mention} vs ⭕ O: plybot (hard)" in board.text
         await world.press(bot, alice, board, "5")
         await cog.idle()
         # The server's 5 minutes: a warning after 4, the forfeit after 5.
         await cog.sweep(now=time.time() + 250)
-        assert posts(world)[-1].content.startswith(f"{alice.mention}, your Tic-tac-toe game is")
+        assert here.posts()[-1].content.startswith(f"{alice.mention}, your Tic-tac-toe game is")
         await cog.sweep(now=time.time() + 301)
         assert f"{alice.mention} forfeits (no move in time)" in board.text
 
-        await world.slash(
-            bot, "settings", admin, guild_id=GUILD, channel_id=CHANNEL, any_channel=True
-        )
+        await here.slash(bot, "settings", admin, any_channel=True)
         anywhere = await world.slash(
             bot, "tictactoe", alice, guild_id=GUILD, channel_id=CHANNEL + 1
         )
         assert anywhere.ephemeral == []
 
-    run_with_bot(world, settings, redis_url, scenario)
+    here.run(scenario)
 
 
 def test_a_redis_outage_is_logged_by_the_sweeper_in_one_line_without_a_traceback(
@@ -411,10 +357,8 @@ def test_a_redis_outage_is_logged_by_the_sweeper_in_one_line_without_a_traceback
 
 
 @pytest.mark.usefixtures("workers")
-def test_two_shards_each_get_only_their_own_guilds_interactions(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
-) -> None:
-    world = discord_world
+def test_two_shards_each_get_only_their_own_guilds_interactions(here: BotChannel) -> None:
+    world = here.world
     # Guild ids whose shard of 2 is 0 and 1 (Discord's (id >> 22) % shard_count).
     even, odd = (4 << 22) + 17, (5 << 22) + 17
     guilds = {even: 0, odd: 1}
@@ -422,8 +366,8 @@ def test_two_shards_each_get_only_their_own_guilds_interactions(
     async def scenario() -> None:
         bots, seen = [], {0: [], 1: []}
         for shard in (0, 1):
-            sharded = settings.model_copy(update={"bot_shard_id": shard, "bot_shard_count": 2})
-            bot = await start_bot(world, sharded, redis_url)
+            sharded = here.settings.model_copy(update={"bot_shard_id": shard, "bot_shard_count": 2})
+            bot = await here.start_bot(sharded)
 
             async def on_interaction(i: discord.Interaction, shard: int = shard) -> None:
                 seen[shard].append(i.guild_id)
@@ -453,22 +397,16 @@ def test_two_shards_each_get_only_their_own_guilds_interactions(
 
 
 @pytest.mark.usefixtures("workers")
-def test_a_game_outlives_the_interactions_15_minute_token(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
-) -> None:
-    world = discord_world
+def test_a_game_outlives_the_interactions_15_minute_token(here: BotChannel) -> None:
+    world = here.world
 
     async def scenario(bot: Any) -> None:
         cog = bot.get_cog("Games")
         alice = world.user("alice")
-        start = await world.slash(
-            bot, "connect4", alice, guild_id=GUILD, channel_id=CHANNEL, level="easy"
-        )
-        board = start.shown
-        assert board is not None
+        board = await here.shown(bot, "connect4", alice, level="easy")
         world.advance(16 * 60)  # /connect4's token is dead: its webhook no longer edits
         await world.press(bot, alice, board, "4")
         await cog.idle()  # plybot's move is shown by a channel edit, which needs no token
         assert f"Move 3 · 🔴 {alice.mention} to play" in board.text
 
-    run_with_bot(world, settings, redis_url, scenario)
+    here.run(scenario)

@@ -18,29 +18,12 @@ import pytest
 from redis.asyncio import Redis
 
 from bot.service import DiscordGames, Update
-from bot.settings import BotSettings
-from tests.fixtures.discord import (
-    Button,
-    DiscordWorld,
-    FakeMessage,
-    FakeUser,
-    bot_settings,
-    run_with_bot,
-    start_bot,
-    stop_bot,
-)
+from tests.fixtures.discord import Button, DiscordWorld, FakeMessage, FakeUser, stop_bot
+from tests.fixtures.discord_bot import CHANNEL, GUILD, BotChannel
 from worker.core.client import JobClient
 from worker.core.games import BOT, GameSession, GameStore
 
 pytestmark = [pytest.mark.redis, pytest.mark.service]
-
-GUILD = 4242
-CHANNEL = 777
-
-
-@pytest.fixture
-def settings(redis_url: str) -> BotSettings:
-    return bot_settings(redis_url)
 
 
 def leftmost(buttons: list[Button]) -> str:
@@ -68,37 +51,17 @@ async def play_out(
     raise AssertionError(f"the game did not end:\n{board.text}")
 
 
-async def board_of(
-    world: DiscordWorld, bot: Any, user: FakeUser, command: str, **options: Any
-) -> FakeMessage:
-    """``user`` runs ``/command`` in the test channel: the message it answers with (a
-    board, or a challenge), never a refusal."""
-    start = await world.slash(bot, command, user, guild_id=GUILD, channel_id=CHANNEL, **options)
-    assert start.ephemeral == [], start.ephemeral
-    assert start.shown is not None, start.ephemeral
-    return start.shown
-
-
-def announcements(world: DiscordWorld, channel: int = CHANNEL) -> list[str]:
-    """What the bot posted in the channel besides boards."""
-    return [m.content or "" for m in world.in_channel(channel) if m.embed is None]
-
-
 # -- against the bot ----------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("level", ["easy", "medium", "hard", "perfect"])
 @pytest.mark.usefixtures("workers")
-def test_full_tictactoe_game_against_the_bot_at_each_level(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld, level: str
-) -> None:
-    world = discord_world
+def test_full_tictactoe_game_against_the_bot_at_each_level(here: BotChannel, level: str) -> None:
+    world = here.world
 
     async def scenario(bot: Any) -> None:
         alice = world.user("alice")
-        start = await world.slash(
-            bot, "tictactoe", alice, guild_id=GUILD, channel_id=CHANNEL, level=level
-        )
+        start = await here.slash(bot, "tictactoe", alice, level=level)
         assert start.answer_kind == "defer"
         assert start.ephemeral == []
         board = start.shown
@@ -112,26 +75,24 @@ def test_full_tictactoe_game_against_the_bot_at_each_level(
         if level == "perfect":  # leftmost cells are no defence against exact play
             assert "⭕ plybot (perfect) wins after" in final, final
         # The result is announced, and counted once in /stats for this level.
-        assert any(t.startswith("Tic-tac-toe: ") for t in announcements(world))
-        stats = await world.slash(bot, "stats", alice, guild_id=GUILD, channel_id=CHANNEL)
+        assert any(t.startswith("Tic-tac-toe: ") for t in here.announcements())
+        stats = await here.slash(bot, "stats", alice)
         assert stats.shown is not None
         lines = stats.shown.text.splitlines()
         row = next(line for line in lines if line.startswith(f"Tic-tac-toe {level}: "))
         assert sum(int(n) for n in row.split(": ")[1].split(" / ")) == 1
 
-    run_with_bot(world, settings, redis_url, scenario)
+    here.run(scenario)
 
 
 @pytest.mark.usefixtures("workers")
-def test_bot_moves_first_when_asked_and_a_game_can_start_from_a_position(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
-) -> None:
-    world = discord_world
+def test_bot_moves_first_when_asked_and_a_game_can_start_from_a_position(here: BotChannel) -> None:
+    world = here.world
 
     async def scenario(bot: Any) -> None:
         alice = world.user("alice")
-        board = await board_of(
-            world, bot, alice, "connect4", level="medium", first="opponent", position="4453"
+        board = await here.shown(
+            bot, "connect4", alice, level="medium", first="opponent", position="4453"
         )
         assert (
             "🔴 Red: plybot (medium) vs 🟡 Yellow: " in board.text
@@ -142,19 +103,17 @@ def test_bot_moves_first_when_asked_and_a_game_can_start_from_a_position(
         await bot.get_cog("Games").idle()
         assert f"Move 6 · 🟡 {alice.mention} to play" in board.text
 
-    run_with_bot(world, settings, redis_url, scenario)
+    here.run(scenario)
 
 
 @pytest.mark.parametrize("level", ["easy", "medium", "hard", "perfect"])
 @pytest.mark.usefixtures("workers")
-def test_full_connect4_game_against_the_bot(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld, level: str
-) -> None:
-    world = discord_world
+def test_full_connect4_game_against_the_bot(here: BotChannel, level: str) -> None:
+    world = here.world
 
     async def scenario(bot: Any) -> None:
         alice = world.user("alice")
-        board = await board_of(world, bot, alice, "connect4", level=level)
+        board = await here.shown(bot, "connect4", alice, level=level)
         await play_out(world, bot, alice, board)
         # Stacking the leftmost column is no defence: every level but easy (which errs on
         # purpose) must win it; easy must at least finish the game.
@@ -164,19 +123,17 @@ def test_full_connect4_game_against_the_bot(
             assert f"🟡 plybot ({level}) wins after" in board.text, board.text
         assert [b.label for b in board.buttons()] == ["Rematch"]
 
-    run_with_bot(world, settings, redis_url, scenario)
+    here.run(scenario)
 
 
 @pytest.mark.usefixtures("workers")
-def test_resign_ends_the_game_and_counts_a_loss(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
-) -> None:
-    world = discord_world
+def test_resign_ends_the_game_and_counts_a_loss(here: BotChannel) -> None:
+    world = here.world
 
     async def scenario(bot: Any) -> None:
         alice = world.user("alice")
-        board = await board_of(world, bot, alice, "connect4")
-        resign = await world.slash(bot, "resign", alice, guild_id=GUILD, channel_id=CHANNEL)
+        board = await here.shown(bot, "connect4", alice)
+        resign = await here.slash(bot, "resign", alice)
         assert resign.shown is not None
         assert resign.shown.text == (
             f"Connect Four: {alice.mention} resigned; plybot (medium) wins."
@@ -184,26 +141,24 @@ def test_resign_ends_the_game_and_counts_a_loss(
         await bot.get_cog("Games").idle()
         assert f"🔴 {alice.mention} resigned after 0 moves" in board.text
         assert [b.label for b in board.buttons()] == ["Rematch"]
-        again = await world.slash(bot, "resign", alice, guild_id=GUILD, channel_id=CHANNEL)
+        again = await here.slash(bot, "resign", alice)
         assert again.ephemeral == ["You have no game in this channel."]
-        stats = await world.slash(bot, "stats", alice, guild_id=GUILD, channel_id=CHANNEL)
+        stats = await here.slash(bot, "stats", alice)
         assert "Connect Four medium: 0 / 0 / 1" in stats.shown.text
 
-    run_with_bot(world, settings, redis_url, scenario)
+    here.run(scenario)
 
 
 # -- between users ------------------------------------------------------------------------
 
 
 @pytest.mark.usefixtures("workers")
-def test_challenge_accepted_and_played_to_the_end_moves_the_ratings(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
-) -> None:
-    world = discord_world
+def test_challenge_accepted_and_played_to_the_end_moves_the_ratings(here: BotChannel) -> None:
+    world = here.world
 
     async def scenario(bot: Any) -> None:
         alice, bob = world.user("alice"), world.user("bob")
-        message = await board_of(world, bot, alice, "connect4", opponent=bob)
+        message = await here.shown(bot, "connect4", alice, opponent=bob)
         assert message.content == bob.mention  # the challenged is pinged
         assert f"{alice.mention} challenges {bob.mention} to Connect Four." in message.text
         assert [b.label for b in message.buttons()] == ["Accept", "Decline"]
@@ -220,32 +175,30 @@ def test_challenge_accepted_and_played_to_the_end_moves_the_ratings(
             assert press.ephemeral == []
         assert f"🔴 {alice.mention} wins after 7 moves." in message.text
         await bot.get_cog("Games").idle()
-        said = announcements(world)
+        said = here.announcements()
         assert f"Connect Four: {alice.mention} beat {bob.mention} in 7 moves." in said[-1]
         assert "Ratings: " in said[-1]
 
-        board = await world.slash(bot, "leaderboard", bob, guild_id=GUILD, channel_id=CHANNEL)
+        board = await here.slash(bot, "leaderboard", bob)
         assert board.shown is not None
         assert board.shown.text.splitlines()[1:] == [
             f"1. {alice.mention}: 1216 (1 game)",
             f"2. {bob.mention}: 1184 (1 game)",
         ]
-        stats = await world.slash(bot, "stats", alice, guild_id=GUILD, channel_id=CHANNEL, user=bob)
+        stats = await here.slash(bot, "stats", alice, user=bob)
         assert "Connect Four: 1184, 0 / 0 / 1" in stats.shown.text
 
-    run_with_bot(world, settings, redis_url, scenario)
+    here.run(scenario)
 
 
 @pytest.mark.usefixtures("workers")
-def test_challenge_declined_and_challenge_expired(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
-) -> None:
-    world = discord_world
+def test_challenge_declined_and_challenge_expired(here: BotChannel) -> None:
+    world = here.world
 
     async def scenario(bot: Any) -> None:
         cog = bot.get_cog("Games")
         alice, bob, carol = world.user("alice"), world.user("bob"), world.user("carol")
-        declined = await board_of(world, bot, alice, "tictactoe", opponent=bob)
+        declined = await here.shown(bot, "tictactoe", alice, opponent=bob)
         stranger = await world.press(bot, carol, declined, "Decline")
         assert stranger.ephemeral == [f"Only {bob.mention} can answer this challenge."]
         await world.press(bot, bob, declined, "Decline")
@@ -258,35 +211,31 @@ def test_challenge_declined_and_challenge_expired(
 
         # Declining freed both players: a new challenge between them is allowed at once
         # (bob's to alice; alice's to bob again waits for the challenge cooldown).
-        second = await world.slash(
-            bot, "tictactoe", bob, guild_id=GUILD, channel_id=CHANNEL, opponent=alice
-        )
-        expiring = second.shown
-        assert expiring is not None
+        expiring = await here.shown(bot, "tictactoe", bob, opponent=alice)
         assert expiring.buttons()
-        await cog.sweep(now=time.time() + settings.bot_challenge_expiry_s - 5)
+        await cog.sweep(now=time.time() + here.settings.bot_challenge_expiry_s - 5)
         assert expiring.buttons(), "swept before its time"
-        await cog.sweep(now=time.time() + settings.bot_challenge_expiry_s + 1)
+        await cog.sweep(now=time.time() + here.settings.bot_challenge_expiry_s + 1)
         assert f"Expired: {alice.mention} did not answer in time." in expiring.text
         assert expiring.buttons() == []
-        assert announcements(world)[-1] == (f"The challenge to {alice.mention} expired unanswered.")
+        assert here.announcements()[-1] == (f"The challenge to {alice.mention} expired unanswered.")
         answer = await world.press_custom_id(
             bot, alice, expiring, expiring.history[0]["buttons"][0].custom_id
         )
         assert answer.ephemeral == ["This challenge is no longer open."]
 
-    run_with_bot(world, settings, redis_url, scenario)
+    here.run(scenario)
 
 
 @pytest.mark.usefixtures("workers")
 def test_presses_out_of_turn_on_a_full_column_by_a_stranger_and_on_a_finished_game(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
+    here: BotChannel,
 ) -> None:
-    world = discord_world
+    world = here.world
 
     async def scenario(bot: Any) -> None:
         alice, bob, carol = world.user("alice"), world.user("bob"), world.user("carol")
-        message = await board_of(world, bot, alice, "connect4", opponent=bob, position="444444")
+        message = await here.shown(bot, "connect4", alice, opponent=bob, position="444444")
         await world.press(bot, bob, message, "Accept")
         assert message.button("4").disabled  # the full column's button
         before = message.text
@@ -307,18 +256,16 @@ def test_presses_out_of_turn_on_a_full_column_by_a_stranger_and_on_a_finished_ga
         done = await world.press_custom_id(bot, bob, message, stale)
         assert done.ephemeral == ["This game is over."]
 
-    run_with_bot(world, settings, redis_url, scenario)
+    here.run(scenario)
 
 
 @pytest.mark.usefixtures("workers")
-def test_two_presses_racing_on_one_board_play_exactly_one_move(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
-) -> None:
-    world = discord_world
+def test_two_presses_racing_on_one_board_play_exactly_one_move(here: BotChannel) -> None:
+    world = here.world
 
     async def scenario(bot: Any) -> None:
         alice, bob = world.user("alice"), world.user("bob")
-        message = await board_of(world, bot, alice, "tictactoe", opponent=bob)
+        message = await here.shown(bot, "tictactoe", alice, opponent=bob)
         await world.press(bot, bob, message, "Accept")
         presses = await asyncio.gather(
             world.press(bot, alice, message, "1"), world.press(bot, alice, message, "9")
@@ -327,26 +274,19 @@ def test_two_presses_racing_on_one_board_play_exactly_one_move(
         assert len(refused) == 1, refused
         assert "Move 2 · ⭕" in message.text
 
-    run_with_bot(world, settings, redis_url, scenario)
+    here.run(scenario)
 
 
 # -- limits -------------------------------------------------------------------------------
 
 
 @pytest.mark.usefixtures("workers")
-def test_one_game_per_user_per_channel_even_when_commands_race(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
-) -> None:
-    world = discord_world
+def test_one_game_per_user_per_channel_even_when_commands_race(here: BotChannel) -> None:
+    world = here.world
 
     async def scenario(bot: Any) -> None:
         alice, bob, carol = world.user("alice"), world.user("bob"), world.user("carol")
-        racing = await asyncio.gather(
-            *(
-                world.slash(bot, "tictactoe", alice, guild_id=GUILD, channel_id=CHANNEL)
-                for _ in range(3)
-            )
-        )
+        racing = await asyncio.gather(*(here.slash(bot, "tictactoe", alice) for _ in range(3)))
         boards = [i for i in racing if not i.ephemeral]
         assert len(boards) == 1
         for refused in (i for i in racing if i.ephemeral):
@@ -357,74 +297,62 @@ def test_one_game_per_user_per_channel_even_when_commands_race(
         # Another channel is fine; challenging someone busy here is not.
         other = await world.slash(bot, "tictactoe", alice, guild_id=GUILD, channel_id=CHANNEL + 1)
         assert other.ephemeral == []
-        busy = await world.slash(
-            bot, "tictactoe", carol, guild_id=GUILD, channel_id=CHANNEL, opponent=alice
-        )
+        busy = await here.slash(bot, "tictactoe", carol, opponent=alice)
         assert busy.ephemeral == [
             f"{alice.mention} already has a game or challenge in this channel: "
             "finish it or `/resign` first."
         ]
-        selfie = await world.slash(
-            bot, "tictactoe", bob, guild_id=GUILD, channel_id=CHANNEL, opponent=bob
-        )
+        selfie = await here.slash(bot, "tictactoe", bob, opponent=bob)
         assert selfie.ephemeral == [
             "You cannot challenge yourself: leave `opponent` empty to play plybot."
         ]
         robot = world.user("robot", bot=True)
-        other_bot = await world.slash(
-            bot, "tictactoe", bob, guild_id=GUILD, channel_id=CHANNEL, opponent=robot
-        )
+        other_bot = await here.slash(bot, "tictactoe", bob, opponent=robot)
         assert other_bot.ephemeral == [f"{robot.mention} is a bot and cannot accept a challenge."]
-        bad = await world.slash(
-            bot, "connect4", bob, guild_id=GUILD, channel_id=CHANNEL, position="44448"
-        )
+        bad = await here.slash(bot, "connect4", bob, position="44448")
         assert bad.ephemeral == ["Bad position: '44448': column 8 is outside 1..7 (move 5)"]
 
-    run_with_bot(world, settings, redis_url, scenario)
+    here.run(scenario)
 
 
 @pytest.mark.usefixtures("workers")
-def test_concurrent_games_per_guild_are_capped(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
-) -> None:
-    world = discord_world
-    capped = settings.model_copy(update={"bot_max_games_per_guild": 2})
+def test_concurrent_games_per_guild_are_capped(here: BotChannel) -> None:
+    world = here.world
+    capped = here.settings.model_copy(update={"bot_max_games_per_guild": 2})
 
     async def scenario(bot: Any) -> None:
         users = [world.user(f"u{i}") for i in range(3)]
         for i, user in enumerate(users[:2]):
             ok = await world.slash(bot, "tictactoe", user, guild_id=GUILD, channel_id=CHANNEL + i)
             assert ok.ephemeral == []
-        full = await world.slash(bot, "tictactoe", users[2], guild_id=GUILD, channel_id=CHANNEL)
+        full = await here.slash(bot, "tictactoe", users[2])
         assert full.ephemeral == ["This server already has 2 games going; try again when one ends."]
         elsewhere = await world.slash(
             bot, "tictactoe", users[2], guild_id=GUILD + 1, channel_id=CHANNEL + 10
         )
         assert elsewhere.ephemeral == []  # the cap is per guild
-        await world.slash(bot, "resign", users[0], guild_id=GUILD, channel_id=CHANNEL)
-        freed = await world.slash(bot, "tictactoe", users[2], guild_id=GUILD, channel_id=CHANNEL)
+        await here.slash(bot, "resign", users[0])
+        freed = await here.slash(bot, "tictactoe", users[2])
         assert freed.ephemeral == []
 
-    run_with_bot(world, capped, redis_url, scenario)
+    here.run(scenario, capped)
 
 
 # -- time and restarts ----------------------------------------------------------------------
 
 
 @pytest.mark.usefixtures("workers")
-def test_inactive_game_is_forfeited_with_a_message_in_the_channel(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
-) -> None:
-    world = discord_world
+def test_inactive_game_is_forfeited_with_a_message_in_the_channel(here: BotChannel) -> None:
+    world = here.world
 
     async def scenario(bot: Any) -> None:
         cog = bot.get_cog("Games")
         alice = world.user("alice")
-        board = await board_of(world, bot, alice, "tictactoe", level="hard")
+        board = await here.shown(bot, "tictactoe", alice, level="hard")
         await world.press(bot, alice, board, "5")
         await cog.idle()
         live = board.buttons()
-        timeout = settings.bot_inactivity_timeout_s
+        timeout = here.settings.bot_inactivity_timeout_s
         assert "or forfeit." in board.text  # the deadline is on the board
         await cog.sweep(now=time.time() + timeout * 0.5)
         assert not [m for m in world.in_channel(CHANNEL) if m.embed is None]  # too early to warn
@@ -442,36 +370,30 @@ def test_inactive_game_is_forfeited_with_a_message_in_the_channel(
         assert f"❌ {alice.mention} forfeits (no move in time): ⭕ plybot (hard) wins." in (
             board.text
         )
-        assert announcements(world)[-1] == (
+        assert here.announcements()[-1] == (
             f"Tic-tac-toe: {alice.mention} forfeits (no move in time); plybot (hard) wins."
         )
         assert world.in_channel(CHANNEL)[-1].pinged == []  # a result against plybot pings nobody
         late = await world.press_custom_id(bot, alice, board, live[0].custom_id)
         assert late.ephemeral == ["This game is over."]
-        stats = await world.slash(bot, "stats", alice, guild_id=GUILD, channel_id=CHANNEL)
+        stats = await here.slash(bot, "stats", alice)
         assert "Tic-tac-toe hard: 0 / 0 / 1" in stats.shown.text
         # Sweeping again settles nothing twice.
         await cog.sweep(now=time.time() + timeout + 2)
-        stats = await world.slash(bot, "stats", alice, guild_id=GUILD, channel_id=CHANNEL)
+        stats = await here.slash(bot, "stats", alice)
         assert "Tic-tac-toe hard: 0 / 0 / 1" in stats.shown.text
 
-    run_with_bot(world, settings, redis_url, scenario)
+    here.run(scenario)
 
 
 @pytest.mark.usefixtures("workers")
-def test_bot_restarted_mid_game_resumes_with_the_same_buttons(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
-) -> None:
-    world = discord_world
+def test_bot_restarted_mid_game_resumes_with_the_same_buttons(here: BotChannel) -> None:
+    world = here.world
 
     async def scenario() -> None:
-        first = await start_bot(world, settings, redis_url)
+        first = await here.start_bot()
         alice = world.user("alice")
-        start = await world.slash(
-            first, "connect4", alice, guild_id=GUILD, channel_id=CHANNEL, level="medium"
-        )
-        board = start.shown
-        assert board is not None
+        board = await here.shown(first, "connect4", alice, level="medium")
         await world.press(first, alice, board, "4")
         await first.get_cog("Games").idle()
         assert f"Move 3 · 🔴 {alice.mention} to play" in board.text
@@ -485,7 +407,7 @@ def test_bot_restarted_mid_game_resumes_with_the_same_buttons(
         assert "Move 4" in board.text
         assert "is thinking" in board.text
 
-        second = await start_bot(world, settings, redis_url)  # a new process, same Redis
+        second = await here.start_bot()  # a new process, same Redis
         await second.get_cog("Games").idle()  # the move the first one did not show is shown
         assert f"Move 5 · 🔴 {alice.mention} to play" in board.text, board.text
         # The same custom_ids, dispatched by the new bot's registered DynamicItems, still play.
@@ -499,14 +421,12 @@ def test_bot_restarted_mid_game_resumes_with_the_same_buttons(
 
 
 @pytest.mark.usefixtures("workers")
-def test_a_stale_board_is_refused_and_redrawn(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
-) -> None:
-    world = discord_world
+def test_a_stale_board_is_refused_and_redrawn(here: BotChannel) -> None:
+    world = here.world
 
     async def scenario(bot: Any) -> None:
         alice, bob = world.user("alice"), world.user("bob")
-        message = await board_of(world, bot, alice, "tictactoe", opponent=bob)
+        message = await here.shown(bot, "tictactoe", alice, opponent=bob)
         await world.press(bot, bob, message, "Accept")
         old = message.button("1").custom_id  # drawn at move 1
         await world.press(bot, alice, message, "5")
@@ -515,34 +435,34 @@ def test_a_stale_board_is_refused_and_redrawn(
         assert stale.ephemeral == ["That board was out of date; here is the current one."]
         assert "Move 3 · ❌" in message.text
 
-    run_with_bot(world, settings, redis_url, scenario)
+    here.run(scenario)
 
 
 @pytest.mark.usefixtures("workers")
 def test_restart_settles_games_that_ended_unsettled_and_frees_vanished_ones(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
+    here: BotChannel,
 ) -> None:
-    world = discord_world
+    world = here.world
 
     async def scenario() -> None:
-        bot = await start_bot(world, settings, redis_url)
+        bot = await here.start_bot()
         alice, bob = world.user("alice"), world.user("bob")
-        ended = await world.slash(bot, "tictactoe", alice, guild_id=GUILD, channel_id=CHANNEL)
-        vanished = await world.slash(bot, "tictactoe", bob, guild_id=GUILD, channel_id=CHANNEL)
+        ended = await here.slash(bot, "tictactoe", alice)
+        vanished = await here.slash(bot, "tictactoe", bob)
         ids = [m.buttons()[0].custom_id.split(":")[2] for m in (ended.shown, vanished.shown)]
         await stop_bot(bot)
         # While the bot is down: one game ends without being settled (as if the bot died in
         # between), the other's record expires.
-        async with Redis.from_url(redis_url) as redis:
-            store = GameStore(redis, prefix=settings.bot_key_prefix)
+        async with Redis.from_url(here.redis_url) as redis:
+            store = GameStore(redis, prefix=here.settings.bot_key_prefix)
             await store.resign(ids[0], str(alice.id))
             await store.delete(ids[1])
 
-        bot = await start_bot(world, settings, redis_url)
-        stats = await world.slash(bot, "stats", alice, guild_id=GUILD, channel_id=CHANNEL)
+        bot = await here.start_bot()
+        stats = await here.slash(bot, "stats", alice)
         assert "Tic-tac-toe medium: 0 / 0 / 1" in stats.shown.text
         for user in (alice, bob):  # both are free to start again
-            again = await world.slash(bot, "tictactoe", user, guild_id=GUILD, channel_id=CHANNEL)
+            again = await here.slash(bot, "tictactoe", user)
             assert again.ephemeral == []
         await stop_bot(bot)
 
@@ -550,17 +470,15 @@ def test_restart_settles_games_that_ended_unsettled_and_frees_vanished_ones(
 
 
 @pytest.mark.usefixtures("workers")
-def test_pressing_while_the_bot_thinks_is_refused(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
-) -> None:
-    world = discord_world
+def test_pressing_while_the_bot_thinks_is_refused(here: BotChannel) -> None:
+    world = here.world
 
     async def scenario(bot: Any) -> None:
         alice = world.user("alice")
         # A game where plybot is to move and its job is still out (here: never asked, so the
         # state holds however fast the workers are).
-        async with Redis.from_url(redis_url) as redis:
-            store = GameStore(redis, prefix=settings.bot_key_prefix)
+        async with Redis.from_url(here.redis_url) as redis:
+            store = GameStore(redis, prefix=here.settings.bot_key_prefix)
             session = await store.create(
                 GameSession.start(
                     "connect4",
@@ -576,14 +494,12 @@ def test_pressing_while_the_bot_thinks_is_refused(
         press = await world.press_custom_id(bot, alice, board, button)
         assert press.ephemeral == ["Not your turn: plybot is thinking."]
 
-    run_with_bot(world, settings, redis_url, scenario)
+    here.run(scenario)
 
 
 @pytest.mark.usefixtures("workers")
-def test_a_bot_move_in_flight_when_the_bot_stopped_is_picked_up_on_start(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
-) -> None:
-    world = discord_world
+def test_a_bot_move_in_flight_when_the_bot_stopped_is_picked_up_on_start(here: BotChannel) -> None:
+    world = here.world
 
     async def scenario() -> None:
         alice = world.user("alice")
@@ -592,8 +508,8 @@ def test_a_bot_move_in_flight_when_the_bot_stopped_is_picked_up_on_start(
         )
         # A bot that died right after asking the workers for its move: the service's own
         # steps, with nobody left to wait for the answer.
-        async with Redis.from_url(redis_url) as redis, JobClient(redis_url) as jobs:
-            service = DiscordGames(redis, jobs, settings)
+        async with Redis.from_url(here.redis_url) as redis, JobClient(here.redis_url) as jobs:
+            service = DiscordGames(redis, jobs, here.settings)
             started = await service.start(
                 guild_id=str(GUILD), channel_id=str(CHANNEL), user_id=str(alice.id),
                 game="tictactoe", level="hard",
@@ -606,7 +522,7 @@ def test_a_bot_move_in_flight_when_the_bot_stopped_is_picked_up_on_start(
             assert waiting.pending is not None
             job_id = waiting.pending.job_id
 
-            bot = await start_bot(world, settings, redis_url)
+            bot = await here.start_bot()
             await bot.get_cog("Games").idle()
             assert f"Move 3 · ❌ {alice.mention} to play" in board.text, board.text
             played = await service.games.get(game_id)

@@ -12,111 +12,63 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sys
 import time
-from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
 import discord
 import pytest
 
+import bot.picture
 import bot.render
-from bot.settings import BotSettings
-from tests.fixtures.discord import (
-    DiscordWorld,
-    FakeMessage,
-    FakeUser,
-    bot_settings,
-    run_with_bot,
-)
+from engine.connect4 import Connect4
+from tests.fixtures.discord import WAIT_S, FakeMessage, FakeUser, bot_settings
+from tests.fixtures.discord_bot import CHANNEL, GUILD, BotChannel
 from tests.fixtures.waiting import wait_for
-from worker.core.games import GameSession
+from worker.core import contract
 from worker.process.processes import WorkerPool
 from worker.process.redis_server import RedisServer
 
 pytestmark = [pytest.mark.redis, pytest.mark.service]
 
-GUILD = 6161
-CHANNEL = 999
 UNAVAILABLE = "plybot's storage is not answering right now; try again in a moment."
 #: The permissions a channel keeps when an admin takes plybot's board permissions away.
 SEE_AND_SEND = discord.Permissions(view_channel=True, send_messages=True)
 
 
 @pytest.fixture
-def settings(redis_url: str) -> BotSettings:
-    return bot_settings(redis_url)
-
-
-@pytest.fixture
 def own_redis() -> Iterator[RedisServer]:
     """A Redis of the test's own: stalling it disturbs no other test."""
-    server = RedisServer(persistent=False)
-    server.start()
-    try:
-        yield server
-    finally:
-        if server.process is not None:  # never leave it stopped
-            os.kill(server.process.pid, signal.SIGCONT)
-        server.close()
-
-
-def posts(world: DiscordWorld) -> list[str]:
-    """The bot's messages in the channel that are not boards (announcements, pings)."""
-    return [m.content or "" for m in world.in_channel(CHANNEL) if m.embed is None]
-
-
-async def game_between(
-    world: DiscordWorld, bot: Any, a: FakeUser, b: FakeUser, game: str = "tictactoe"
-) -> FakeMessage:
-    """``a`` challenges ``b``, who accepts: the board (``a`` moves first)."""
-    start = await world.slash(bot, game, a, guild_id=GUILD, channel_id=CHANNEL, opponent=b)
-    board = start.shown
-    assert board is not None, start.ephemeral
-    accepted = await world.press(bot, b, board, "Accept")
-    assert accepted.ephemeral == []
-    return board
-
-
-async def against_plybot(world: DiscordWorld, bot: Any, user: FakeUser, game: str) -> FakeMessage:
-    """``user`` starts ``game`` against plybot (easy, ``user`` first): the board."""
-    start = await world.slash(bot, game, user, guild_id=GUILD, channel_id=CHANNEL, level="easy")
-    board = start.shown
-    assert board is not None, start.ephemeral
-    return board
-
-
-async def record(world: DiscordWorld, bot: Any, user: FakeUser) -> str:
-    """The last line of ``user``'s ``/stats`` (their latest record, or that there is none)."""
-    stats = await world.slash(bot, "stats", user, guild_id=GUILD, channel_id=CHANNEL)
-    assert stats.shown is not None, stats.ephemeral
-    return stats.shown.text.splitlines()[-1]
+    with RedisServer(persistent=False) as server:
+        try:
+            yield server
+        finally:
+            if server.process is not None:  # never leave it stopped
+                os.kill(server.process.pid, signal.SIGCONT)
 
 
 # -- 1. a Redis stall -------------------------------------------------------------------------
 
 
 def test_a_redis_stall_past_discords_deadline_leaves_no_interaction_unanswered(
-    discord_world: DiscordWorld, own_redis: RedisServer
+    here: BotChannel, own_redis: RedisServer
 ) -> None:
-    world = discord_world
+    world = here.world
     settings = bot_settings(own_redis.url, redis_socket_timeout_s=4.0)  # a 4 s stall
     assert own_redis.process is not None
     pid = own_redis.process.pid
 
     async def eight(bot: Any, users: dict[str, FakeUser], board: FakeMessage, cell: str) -> Any:
         """Eight interactions at once, each a different handler; their tasks."""
-        where = {"guild_id": GUILD, "channel_id": CHANNEL}
         u = users
         calls = [
-            world.slash(bot, "connect4", u["carol"], **where),
-            world.slash(bot, "tictactoe", u["dan"], **where, opponent=u["erin"]),
-            world.slash(bot, "analyze", u["carol"], **where, game="connect4", position="44"),
-            world.slash(bot, "board", u["alice"], **where),
-            world.slash(bot, "stats", u["bob"], **where),
-            world.slash(bot, "leaderboard", u["erin"], **where),
-            world.slash(bot, "settings", u["admin"], **where),
+            here.slash(bot, "connect4", u["carol"]),
+            here.slash(bot, "tictactoe", u["dan"], opponent=u["erin"]),
+            here.slash(bot, "analyze", u["carol"], game="connect4", position="44"),
+            here.slash(bot, "board", u["alice"]),
+            here.slash(bot, "stats", u["bob"]),
+            here.slash(bot, "leaderboard", u["erin"]),
+            here.slash(bot, "settings", u["admin"]),
             world.press(bot, u["frank"], board, cell),
         ]
         return [asyncio.ensure_future(c) for c in calls]
@@ -125,8 +77,8 @@ def test_a_redis_stall_past_discords_deadline_leaves_no_interaction_unanswered(
         names = ("alice", "bob", "carol", "dan", "erin", "frank", "gina", "admin")
         users = {n: world.user(n) for n in names}
         world.member_permissions[users["admin"].id] = discord.Permissions(manage_guild=True)
-        await game_between(world, bot, users["alice"], users["bob"])
-        board = await game_between(world, bot, users["frank"], users["gina"])
+        await here.game_between(bot, users["alice"], users["bob"])
+        board = await here.game_between(bot, users["frank"], users["gina"])
 
         # A stall that outlasts Discord's deadline, then ends: every interaction was
         # acknowledged in time while Redis said nothing, and then answered for real.
@@ -179,22 +131,20 @@ def test_a_redis_stall_past_discords_deadline_leaves_no_interaction_unanswered(
             assert interaction.answered_in < 3.0
         assert [i.ephemeral for i in done] == [[UNAVAILABLE]] * 8
 
-    run_with_bot(world, settings, own_redis.url, scenario)
+    here.run(scenario, settings, own_redis.url)
 
 
 # -- 2. /board retires the old board --------------------------------------------------------
 
 
-def test_board_retires_the_old_board_and_a_press_on_it_is_answered(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
-) -> None:
-    world = discord_world
+def test_board_retires_the_old_board_and_a_press_on_it_is_answered(here: BotChannel) -> None:
+    world = here.world
 
     async def scenario(bot: Any) -> None:
         alice, bob = world.user("alice"), world.user("bob")
-        old = await game_between(world, bot, alice, bob, "connect4")
+        old = await here.game_between(bot, alice, bob, "connect4")
         stale_id = old.button("4").custom_id
-        again = await world.slash(bot, "board", alice, guild_id=GUILD, channel_id=CHANNEL)
+        again = await here.slash(bot, "board", alice)
         await bot.get_cog("Games").idle()  # the old board retired
         new = again.shown
         assert new is not None
@@ -212,65 +162,68 @@ def test_board_retires_the_old_board_and_a_press_on_it_is_answered(
         assert played.ephemeral == []
         assert f"Move 2 · 🟡 {bob.mention} to play" in new.text
 
-    run_with_bot(world, settings, redis_url, scenario)
+    here.run(scenario)
 
 
 # -- 3. two resignations at once ------------------------------------------------------------
 
 
 @pytest.mark.parametrize("how", ["two buttons", "a button and /resign"])
-def test_two_resignations_at_once_announce_the_result_once(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld, how: str
-) -> None:
-    world = discord_world
+def test_two_resignations_at_once_announce_the_result_once(here: BotChannel, how: str) -> None:
+    world = here.world
 
     async def scenario(bot: Any) -> None:
         alice, bob = world.user("alice"), world.user("bob")
-        board = await game_between(world, bot, alice, bob)
-        before = len(posts(world))
-        # Hold both acknowledgements until both arrived: the two handlers then go on
-        # together, each finding the game still being played.
-        callback = r"/interactions/\d+/[^/]+/callback"
-        async with world.holding("POST", callback) as hold:
+        board = await here.game_between(bot, alice, bob)
+        before = len(here.announcements())
+        # Each resignation is held just before it changes the game, until both got there:
+        # then each has found the game still being played (whatever order their handlers
+        # ran in), which is the race that must still announce the result once.
+        store = bot.get_cog("Games").service.games
+        update, arrived, both = store.update, [], asyncio.Event()
+
+        async def together(game_id: str, change: Any, **options: Any) -> Any:
+            arrived.append(game_id)
+            if len(arrived) == 2:
+                both.set()
+            await asyncio.wait_for(both.wait(), WAIT_S)
+            return await update(game_id, change, **options)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(store, "update", together)
             first = asyncio.ensure_future(world.press(bot, alice, board, "Resign"))
             if how == "two buttons":
                 other = world.press(bot, bob, board, "Resign")
             else:
-                other = world.slash(bot, "resign", bob, guild_id=GUILD, channel_id=CHANNEL)
-            second = asyncio.ensure_future(other)
-            await world.until(lambda: hold.waiting == 2, "both resignations acknowledged")
-        answers = await asyncio.gather(first, second)
+                other = here.slash(bot, "resign", bob)
+            answers = await asyncio.gather(first, asyncio.ensure_future(other))
+        assert len(arrived) == 2
         await bot.get_cog("Games").idle()
-        results = [p for p in posts(world)[before:] if "resigned" in p or "Resigned" in p]
+        results = [p for p in here.announcements()[before:] if "resigned" in p or "Resigned" in p]
         assert len(results) == 1, results
         told = [a.ephemeral for a in answers if a.ephemeral]
-        # The later one hears the game is over (or, once its claim is freed, that there
-        # is no game of theirs left in the channel).
-        assert told in ([["This game is over."]], [["You have no game in this channel."]])
-        counted = await record(world, bot, alice)  # one game counted, not two
+        assert told == [["This game is over."]]  # the later one
+        counted = await here.record(bot, alice)  # one game counted, not two
         assert counted.endswith((" 0 / 0 / 1", " 1 / 0 / 0")), counted
 
-    run_with_bot(world, settings, redis_url, scenario)
+    here.run(scenario)
 
 
 # -- 4. a challenge cooldown ----------------------------------------------------------------
 
 
-def test_challenging_the_same_member_again_waits_for_a_cooldown(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
-) -> None:
-    world = discord_world
+def test_challenging_the_same_member_again_waits_for_a_cooldown(here: BotChannel) -> None:
+    world = here.world
 
     async def scenario(bot: Any) -> None:
         alice, bob, carol = world.user("alice"), world.user("bob"), world.user("carol")
-        where = {"guild_id": GUILD, "channel_id": CHANNEL}
         refusals = []
         for _ in range(10):  # challenge, withdraw, challenge again...
-            start = await world.slash(bot, "connect4", alice, **where, opponent=bob)
+            start = await here.slash(bot, "connect4", alice, opponent=bob)
             if start.ephemeral:
                 refusals.append((start, start.ephemeral[0]))
                 continue
-            withdrawn = await world.slash(bot, "resign", alice, **where)
+            withdrawn = await here.slash(bot, "resign", alice)
             assert withdrawn.ephemeral == []
         pinged = [m for m in world.in_channel(CHANNEL) if bob.id in m.pinged]
         assert len(pinged) == 1  # one ping, not ten
@@ -282,27 +235,25 @@ def test_challenging_the_same_member_again_waits_for_a_cooldown(
         when = int(said.removeprefix(prefix).removesuffix(":R>."))
         assert time.time() < when <= time.time() + 61  # when: within the minute
         # Someone else may be challenged at once, and bob may challenge alice.
-        other = await world.slash(bot, "connect4", alice, **where, opponent=carol)
+        other = await here.slash(bot, "connect4", alice, opponent=carol)
         assert other.ephemeral == []
-        back = await world.slash(bot, "tictactoe", bob, **where, opponent=world.user("dan"))
+        back = await here.slash(bot, "tictactoe", bob, opponent=world.user("dan"))
         assert back.ephemeral == []
 
-    run_with_bot(world, settings, redis_url, scenario)
+    here.run(scenario)
 
 
 # -- 6. permissions revoked, workers lost -------------------------------------------------------
 
 
 @pytest.mark.usefixtures("workers")
-def test_permissions_revoked_before_a_press_end_the_game_without_a_result(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
-) -> None:
-    world = discord_world
+def test_permissions_revoked_before_a_press_end_the_game_without_a_result(here: BotChannel) -> None:
+    world = here.world
 
     async def scenario(bot: Any) -> None:
         cog = bot.get_cog("Games")
         alice = world.user("alice")
-        board = await against_plybot(world, bot, alice, "tictactoe")
+        board = await here.against_plybot(bot, alice, "tictactoe")
         world.permissions[CHANNEL] = SEE_AND_SEND
         stranger = await world.press(bot, world.user("carol"), board, "5")
         assert stranger.ephemeral == ["You are not playing in this game."]  # not hers to end
@@ -318,24 +269,24 @@ def test_permissions_revoked_before_a_press_end_the_game_without_a_result(
         await cog.sweep(now=time.time() + 3 * 3600)  # long past any move timeout
         assert "forfeit" not in board.text
         world.permissions.pop(CHANNEL)
-        assert await record(world, bot, alice) == "No finished games yet."
+        assert await here.record(bot, alice) == "No finished games yet."
         # The game no longer holds the channel: a new one starts.
-        again = await world.slash(bot, "tictactoe", alice, guild_id=GUILD, channel_id=CHANNEL)
+        again = await here.slash(bot, "tictactoe", alice)
         assert again.ephemeral == []
 
-    run_with_bot(world, settings, redis_url, scenario)
+    here.run(scenario)
 
 
 @pytest.mark.usefixtures("workers")
 def test_permissions_revoked_while_plybot_thinks_end_the_game_and_the_player_hears_it(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
+    here: BotChannel,
 ) -> None:
-    world = discord_world
+    world = here.world
 
     async def scenario(bot: Any) -> None:
         cog = bot.get_cog("Games")
         alice = world.user("alice")
-        board = await against_plybot(world, bot, alice, "connect4")
+        board = await here.against_plybot(bot, alice, "connect4")
         # plybot's move is ready to show when its permissions go.
         edit = rf"/channels/{CHANNEL}/messages/{board.id}"
         async with world.holding("PATCH", edit) as hold:
@@ -350,40 +301,40 @@ def test_permissions_revoked_while_plybot_thinks_end_the_game_and_the_player_hea
         await cog.sweep(now=time.time() + 3 * 3600)
         assert "forfeit" not in board.text
         world.permissions.pop(CHANNEL)
-        assert await record(world, bot, alice) == "No finished games yet."
+        assert await here.record(bot, alice) == "No finished games yet."
 
-    run_with_bot(world, settings, redis_url, scenario)
+    here.run(scenario)
 
 
 def test_permissions_revoked_before_the_move_warning_end_the_game_without_a_forfeit(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
+    here: BotChannel,
 ) -> None:
-    world = discord_world
+    world = here.world
 
     async def scenario(bot: Any) -> None:
         cog = bot.get_cog("Games")
         alice, bob = world.user("alice"), world.user("bob")
-        board = await game_between(world, bot, alice, bob)
+        board = await here.game_between(bot, alice, bob)
         world.permissions[CHANNEL] = SEE_AND_SEND  # nobody presses after this
-        timeout = settings.bot_inactivity_timeout_s
+        timeout = here.settings.bot_inactivity_timeout_s
         await cog.sweep(now=time.time() + timeout * 0.9)  # the warning cannot be shown...
         await cog.sweep(now=time.time() + timeout + 1)  # ...so there is no forfeit after it
         await cog.idle()
         world.permissions.pop(CHANNEL)
         for user in (alice, bob):
-            assert await record(world, bot, user) == "No finished games yet."
+            assert await here.record(bot, user) == "No finished games yet."
         pressed = await world.press(bot, alice, board, "5")
         assert pressed.ephemeral == ["This game is over."]
         assert "Ended with no result after 0 moves: plybot lost its permissions" in board.text
         assert "forfeit" not in board.text
 
-    run_with_bot(world, settings, redis_url, scenario)
+    here.run(scenario)
 
 
 def test_workers_lost_end_the_game_at_once_without_a_result(
-    redis_server: RedisServer, discord_world: DiscordWorld
+    redis_server: RedisServer, here: BotChannel
 ) -> None:
-    world = discord_world
+    world = here.world
     # A database of its own: its only workers are this test's, which it stops.
     url = redis_server.url.rsplit("/", 1)[0] + "/9"
     settings = bot_settings(url)
@@ -392,7 +343,7 @@ def test_workers_lost_end_the_game_at_once_without_a_result(
     async def scenario(bot: Any) -> None:
         cog = bot.get_cog("Games")
         alice = world.user("alice")
-        board = await against_plybot(world, bot, alice, "tictactoe")
+        board = await here.against_plybot(bot, alice, "tictactoe")
         await asyncio.to_thread(pool.stop)
         await asyncio.to_thread(
             wait_for, lambda: not pool.workers(), "the workers gone from the registry"
@@ -402,24 +353,24 @@ def test_workers_lost_end_the_game_at_once_without_a_result(
         await cog.idle()
         assert "Ended with no result after 1 move: plybot's engine went offline." in board.text
         assert [b.label for b in board.buttons()][-1] == "Rematch"
-        assert posts(world)[-1] == (
+        assert here.announcements()[-1] == (
             f"Tic-tac-toe: the game of {alice.mention} and plybot ended with no result: "
             "plybot's engine went offline. It counts in no rating or record; Rematch starts "
             "a new one."
         )
-        assert await record(world, bot, alice) == "No finished games yet."
+        assert await here.record(bot, alice) == "No finished games yet."
 
     try:
         pool.wait_ready()
-        run_with_bot(world, settings, url, scenario)
+        here.run(scenario, settings, url)
     finally:
         pool.stop()
 
 
 def test_workers_that_stop_answering_mid_move_end_the_game_at_once(
-    redis_server: RedisServer, discord_world: DiscordWorld
+    redis_server: RedisServer, here: BotChannel
 ) -> None:
-    world = discord_world
+    world = here.world
     url = redis_server.url.rsplit("/", 1)[0] + "/10"
     settings = bot_settings(url)
     pool = WorkerPool(url, 1, "interactive,analysis")
@@ -428,7 +379,7 @@ def test_workers_that_stop_answering_mid_move_end_the_game_at_once(
     async def scenario(bot: Any) -> None:
         cog = bot.get_cog("Games")
         alice = world.user("alice")
-        board = await against_plybot(world, bot, alice, "tictactoe")
+        board = await here.against_plybot(bot, alice, "tictactoe")
         (name,) = pool.workers()
         hung.append(pool.kill_worker(name, signal.SIGSTOP))  # it hangs; its lease lapses
         press = await world.press(bot, alice, board, "5")
@@ -437,11 +388,11 @@ def test_workers_that_stop_answering_mid_move_end_the_game_at_once(
         # Told that the engine went offline (once its lease lapsed), not that plybot's
         # move failed three times over (each a minute later).
         assert "Ended with no result after 1 move: plybot's engine went offline." in board.text
-        assert await record(world, bot, alice) == "No finished games yet."
+        assert await here.record(bot, alice) == "No finished games yet."
 
     try:
         pool.wait_ready()
-        run_with_bot(world, settings, url, scenario)
+        here.run(scenario, settings, url)
     finally:
         for pid in hung:
             os.kill(pid, signal.SIGCONT)
@@ -451,14 +402,12 @@ def test_workers_that_stop_answering_mid_move_end_the_game_at_once(
 # -- 7. words and pings at the end ------------------------------------------------------------
 
 
-def test_one_move_is_singular_and_the_last_turn_ping_goes_with_the_game(
-    settings: BotSettings, redis_url: str, discord_world: DiscordWorld
-) -> None:
-    world = discord_world
+def test_one_move_is_singular_and_the_last_turn_ping_goes_with_the_game(here: BotChannel) -> None:
+    world = here.world
 
     async def scenario(bot: Any) -> None:
         alice, bob = world.user("alice"), world.user("bob")
-        board = await game_between(world, bot, alice, bob)
+        board = await here.game_between(bot, alice, bob)
         await world.press(bot, alice, board, "5")
         await bot.get_cog("Games").idle()
         pings = [m for m in world.in_channel(CHANNEL) if "your move" in (m.content or "")]
@@ -470,7 +419,7 @@ def test_one_move_is_singular_and_the_last_turn_ping_goes_with_the_game(
         live = [m for m in world.in_channel(CHANNEL) if "your move" in (m.content or "")]
         assert live == []
 
-    run_with_bot(world, settings, redis_url, scenario)
+    here.run(scenario)
 
 
 # -- 8. the work of a redraw --------------------------------------------------------------------
@@ -478,44 +427,62 @@ def test_one_move_is_singular_and_the_last_turn_ping_goes_with_the_game(
 
 @pytest.mark.usefixtures("workers")
 def test_a_bot_move_parses_once_and_draws_one_picture_per_redraw(
-    settings: BotSettings,
-    redis_url: str,
-    discord_world: DiscordWorld,
+    here: BotChannel,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    world = discord_world
-    parses: Counter[str] = Counter()  # GameSession.position() calls by the bot, per caller
-    pictures: list[int] = []
-    parse, draw_png = GameSession.position, bot.render.board_png
+    """Counted in the bot's process (the workers are processes of their own): the engine's
+    parses of a notation (``Connect4.parse`` of a non-empty one), of a move's name
+    (``Connect4.parse_move``) and the board pictures drawn, over a press and plybot's reply.
+    The shared cache of parsed requests is emptied first: a cache hit must not hide a parse."""
+    world = here.world
+    parsed: list[str] = []  # the notations parsed
+    names: list[str] = []  # the move names parsed
+    pictures: list[int] = []  # the ply of each picture drawn
+    parse, parse_move = Connect4.parse.__func__, Connect4.parse_move  # type: ignore[attr-defined]
+    draw_png = bot.picture.board_png
 
-    def counted_parse(session: GameSession) -> Any:
-        caller = sys._getframe(1)
-        if caller.f_globals["__name__"].startswith("bot."):
-            parses[caller.f_code.co_name] += 1
-        return parse(session)
+    def counted_parse(cls: type[Connect4], notation: str, variant: str | None = None) -> Any:
+        if notation:
+            parsed.append(notation)
+        return parse(cls, notation, variant)
 
-    def counted_png(position: Any) -> bytes:
+    def counted_parse_move(position: Connect4, text: str) -> int:
+        names.append(text)
+        return parse_move(position, text)
+
+    def counted_png(position: Connect4) -> bytes:
         pictures.append(position.ply)
         return draw_png(position)
 
-    monkeypatch.setattr(GameSession, "position", counted_parse)
+    monkeypatch.setattr(Connect4, "parse", classmethod(counted_parse))
+    monkeypatch.setattr(Connect4, "parse_move", counted_parse_move)
+    monkeypatch.setattr(bot.picture, "board_png", counted_png)
     monkeypatch.setattr(bot.render, "board_png", counted_png)
 
     async def scenario(bot_: Any) -> None:
         cog = bot_.get_cog("Games")
         alice = world.user("alice")
-        board = await against_plybot(world, bot_, alice, "connect4")
+        board = await here.against_plybot(bot_, alice, "connect4")
         for column in ("4", "4", "3"):
-            parses.clear()
+            contract._parsed.cache_clear()
+            parsed.clear()
+            names.clear()
             pictures.clear()
             versions = len(board.history)
             press = await world.press(bot_, alice, board, column)
             assert press.ephemeral == []
             await cog.idle()  # plybot's reply played and shown
-            redraws = len(board.history) - versions
-            assert redraws == 2  # the press's board, then plybot's move
-            # One parse per redraw, and one more to name the pressed button's move.
-            assert parses == {"draw": redraws, "press": 1}, parses
-            assert len(pictures) == redraws, pictures  # one picture per redraw
+            shown = board.history[versions:]
+            assert len(shown) == 2  # two redraws: the press's board, then plybot's move
+            # At most one parse of the game's notation for the press and plybot's reply
+            # (the press reads the game from Redis; plybot's reply is played on the
+            # position the game carries) ...
+            assert len(parsed) <= 1, parsed
+            # ... and one move name: plybot's move as the workers answer it (JSON, in
+            # notation); the pressed move is a number from the button to the engine.
+            assert len(names) == 1, names
+            # One picture per redraw, and each redraw shows one.
+            assert len(pictures) == len(shown), pictures
+            assert [len(v["wire"]["attachments"]) for v in shown] == [1] * len(shown)
 
-    run_with_bot(world, settings, redis_url, scenario)
+    here.run(scenario)

@@ -13,6 +13,7 @@ from typing import TypeVar
 import pytest
 from redis.asyncio import Redis
 
+from engine.connect4 import Connect4
 from engine.errors import IllegalMoveError, NotationError, UnknownGameError
 from worker.core.bot_moves import BotMoves
 from worker.core.client import JobClient
@@ -182,6 +183,51 @@ def test_a_full_tictactoe_draw() -> None:
     assert s.status is GameStatus.DRAWN
     assert s.winner is None
     assert s.ply == 9
+
+
+def test_a_session_carries_its_position_and_plays_moves_as_numbers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A transition hands its position on (nothing parsed again); a move may be the
+    engine's number; an illegal one is named and indexed as a typed one is."""
+    s = GameSession.start("connect4", ("ann", "bob"), notation="44")
+    parsed: list[str] = []
+    parse = Connect4.parse.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[Connect4], notation: str, variant: str | None = None) -> Connect4:
+        parsed.append(notation)
+        return parse(cls, notation, variant)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(Connect4, "parse", classmethod(counted))
+    s = s.play_move("ann", 2).play_move("bob", 3).play("ann", "3")
+    assert (s.notation, s.moves) == ("44343", ["4", "4", "3", "4", "3"])
+    assert s.position().notation() == "44343"
+    s.position().push(0)  # a copy: the session's own position is not changed
+    assert s.position().notation() == "44343"
+    assert parsed == []
+    full = GameSession.start("connect4", ("ann", "bob"), notation="444444")
+    with pytest.raises(IllegalMoveError, match=r"^'4': column 4 is full \(move 7\)$"):
+        full.play_move("ann", 3)
+
+
+def test_an_old_record_loads_and_takes_a_known_position_only_if_it_is_the_same() -> None:
+    """The stored record is JSON as before (no new field); a session read from it parses
+    its notation when first needed, unless a known copy of the same position gives it."""
+    old = (
+        '{"id":"g1","game":"connect4","variant":"7x6","players":["ann","bob"],"level":null,'
+        '"notation":"4453","moves":["4","4","5","3"],"status":"ongoing","winner":null,'
+        '"pending":null,"last_bot_move":null,"takebacks":0,"version":3,"created_at":1.0,'
+        '"updated_at":2.0,"meta":{}}'
+    )
+    s = GameSession.model_validate_json(old)
+    assert s.model_dump_json() == old  # the record is unchanged
+    played = s.play_move("ann", 0)
+    assert played.notation == "44531"
+    again = GameSession.model_validate_json(old).carrying(s)
+    assert again == s
+    assert again.position().notation() == "4453"
+    other = GameSession.model_validate_json(played.model_dump_json()).carrying(s)
+    assert other.position().notation() == "44531"  # not s's position: its own
 
 
 # -- the store: Redis, versions, concurrency ------------------------------------------

@@ -9,6 +9,9 @@ overdue. Both steps are :meth:`~worker.core.games.GameStore.update` transitions 
 concurrency): of two processes asking at once, one job is recorded and the other is
 cancelled; of two playing one answer, one plays it and the other finds the game moved on.
 
+The session handed in carries its parsed position (see :mod:`worker.core.games`), and so
+does every session handed back: asking for and playing the bot's move parse nothing.
+
 What a front-end decides for itself: the thinking time of a move, how long a call waits,
 how many jobs one move may have before it stops asking (:class:`BotMoves`), and what to
 tell people about a :class:`BotTurn`.
@@ -92,11 +95,10 @@ class BotMoves:
         self.overdue_s = overdue_after_s(settings)
 
     def request(self, session: GameSession) -> MoveRequest:
-        """The job that computes the bot's move in ``session``."""
-        return MoveRequest(
-            game=session.game,
-            variant=session.variant,
-            position=session.notation,
+        """The job that computes the bot's move in ``session`` (checked against the position
+        the session carries: nothing is parsed for it)."""
+        return MoveRequest.of(
+            session.position(),
             level=cast(Level, session.level or "medium"),
             deadline_ms=self.deadline_ms,
         )
@@ -119,7 +121,7 @@ class BotMoves:
                 return s
             return s.expect_bot(job_id)
 
-        stored = await self.games.update(session.id, expect)
+        stored = await self.games.update(session.id, expect, known=session)
         if _job_of(stored.pending) != job_id:
             await self.client.cancel(job_id)
         return stored
@@ -188,9 +190,9 @@ class BotMoves:
             return s.play_bot(pending.job_id, info)
 
         try:
-            session = await self.games.update(session.id, play)
+            session = await self.games.update(session.id, play, known=session)
         except GameTurnError:  # another caller played it first, or the game moved on
-            return BotTurn(await self.games.get(session.id))
+            return BotTurn(await self.games.get(session.id, known=session))
         return BotTurn(session, reply=info)
 
 

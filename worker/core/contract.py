@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
@@ -50,6 +50,8 @@ __all__ = [
 ]
 
 JobStatus = Literal["queued", "running", "done", "failed"]
+#: The validation context's key for the parsed position of a request (see ``_PositionRequest.of``).
+_BOARD = "board"
 #: The kinds of job (their table: :data:`worker.core.kinds.KINDS`).
 KindName = Literal["analysis", "move", "book"]
 
@@ -94,8 +96,21 @@ class _PositionRequest(BaseModel):
         if len(position) > limit:
             raise ValueError(f"position is {len(position)} moves long, beyond the limit of {limit}")
         if "game" in info.data and "variant" in info.data:
-            require_ongoing(_parsed(info.data["game"], position, info.data["variant"]))
+            game, variant = info.data["game"], info.data["variant"]
+            board: Game | None = (info.context or {}).get(_BOARD)  # given parsed by ``of``
+            wanted = (game, variant, position)
+            if board is None or (board.name, board.variant, board.notation()) != wanted:
+                board = _parsed(game, position, variant)
+            require_ongoing(board)
         return position
+
+    @classmethod
+    def of(cls, board: Game, **fields: Any) -> Self:
+        """The request for ``board`` (its game, variant and notation) and ``fields``,
+        validated like any other, but against ``board`` itself: a caller that holds the
+        position parsed (a game session) has it checked, not parsed again."""
+        data = {"game": board.name, "variant": board.variant, "position": board.notation()}
+        return cls.model_validate({**data, **fields}, context={_BOARD: board})
 
     def board(self) -> Game:
         """The position as an engine ``Game`` (already validated): a copy of the one the

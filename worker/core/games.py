@@ -14,6 +14,15 @@ two requests racing on one game cannot corrupt it: each transition is checked
 against the state it really replaces, and the loser of the race sees the
 winner's move (a ``409`` for the HTTP API: not your turn any more).
 
+A session carries its position parsed (the engine's ``Game``, whose moves are
+numbers): parsed from ``notation`` once, when first needed after the session is
+read from Redis (or taken from the caller's earlier copy of the same position, the
+store's ``known``), and handed on by every transition to the session it returns, so
+a move played on a session in hand parses nothing. Move names (``notation``,
+``moves``) are the stored record's and what is shown; a front-end that has the
+engine's move plays it as a number (:meth:`GameSession.play_move`), one that has a
+name typed or sent over HTTP as a name (:meth:`GameSession.play`).
+
 The bot's moves are asked of the workers through :mod:`worker.core.bot_moves` (the one
 way for every front-end); a session records the job while the bot thinks
 (``pending``), so a restarted front-end can pick the answer up again (see
@@ -31,14 +40,13 @@ them any more, so they may expire, or be evicted first under memory pressure).
 
 from __future__ import annotations
 
-import functools
 import secrets
 import time
 from collections.abc import Callable
 from enum import StrEnum
 from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from redis.asyncio import Redis
 from redis.exceptions import WatchError
 
@@ -132,16 +140,47 @@ class GameSession(BaseModel):
     meta: dict[str, str] = Field(
         default_factory=dict, description="Free-form data for a front-end (channel, message ids)."
     )
+    #: The parsed position, with the (game, variant, notation) it is the position of: not
+    #: stored (derived from the record), never changed once set (only copies are handed
+    #: out), shared by the sessions a transition derives from this one.
+    _carried: tuple[tuple[str, str, str], Game] | None = PrivateAttr(default=None)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal records (the parsed position they may carry is derived from the record)."""
+        if not isinstance(other, GameSession):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]  # a value with list and dict fields
 
     # -- reading -------------------------------------------------------------------
 
     def position(self) -> Game:
         """The engine's position of this game (a copy of its own: the caller may play on it).
 
-        Each notation is parsed once (:func:`_parsed`): a redraw, a move and the checks
-        around it ask for the position several times.
+        Parsed from ``notation`` on the first call of a session read from Redis; a session
+        a transition returned, or one given a position by :meth:`carrying`, parses nothing.
         """
-        return _parsed(self.game, self.notation, self.variant).copy()
+        return self._board().copy()
+
+    def _board(self) -> Game:
+        """The carried position itself (never to be changed: see :meth:`position`)."""
+        key = (self.game, self.variant, self.notation)
+        carried = self._carried
+        if carried is None or carried[0] != key:
+            carried = (key, new_game(self.game, self.notation, self.variant))
+            self._carried = carried
+        return carried[1]
+
+    def carrying(self, known: GameSession | None) -> Self:
+        """This session, given ``known``'s parsed position if ``known`` has one of the same
+        position (then it is not parsed again): for a session just read from Redis, when
+        the caller holds an earlier copy of it. Returns ``self``."""
+        carried = None if known is None else known._carried
+        key = (self.game, self.variant, self.notation)
+        if self._carried is None and carried is not None and carried[0] == key:
+            self._carried = carried
+        return self
 
     @property
     def ongoing(self) -> bool:
@@ -206,14 +245,24 @@ class GameSession(BaseModel):
             created_at=now,
             updated_at=now,
         )
-        return session._with_position(position, now)
+        return session._with_position(position, now, _names(position))
 
     def play(self, player: str, move: str, *, now: float | None = None) -> Self:
-        """``player`` plays ``move`` (in the game's notation).
+        """``player`` plays ``move`` given in the game's notation (a move typed by a person,
+        or sent over HTTP); see :meth:`play_move`.
+
+        Raises as :meth:`play_move` does, and the engine's ``NotationError`` for a move
+        that does not parse, quoting it and naming its index.
+        """
+        self._require_turn(player)
+        return self.play_move(player, self._parse_move(move), now=now)
+
+    def play_move(self, player: str, move: int, *, now: float | None = None) -> Self:
+        """``player`` plays ``move``, the engine's move (a number: a button's, say).
 
         Raises :class:`GameTurnError` if the game is over, it is not ``player``'s
-        turn or the bot is thinking; the engine's ``NotationError`` /
-        ``IllegalMoveError`` for a bad move, quoting it and naming its index.
+        turn or the bot is thinking; the engine's ``IllegalMoveError`` for a move the
+        position does not allow, naming the move and its index.
         """
         self._require_turn(player)
         if self.pending is not None:
@@ -236,7 +285,8 @@ class GameSession(BaseModel):
         """
         if self.pending is None or self.pending.job_id != job_id or info.ply != self.ply:
             raise GameTurnError(f"game {self.id}: job {job_id} is not the bot move awaited")
-        played = self._push(info.move, now)
+        # The workers answer in notation (JSON on the wire): its one move name parsed here.
+        played = self._push(self._parse_move(info.move), now)
         return played.model_copy(update={"last_bot_move": info})
 
     def take_back(self, player: str, *, now: float | None = None) -> Self:
@@ -252,11 +302,11 @@ class GameSession(BaseModel):
         # My turn: the last move is the bot's reply, the one before it mine (if any).
         if self.ply < 2:
             raise GameTurnError(f"game {self.id}: you have no move to take back")
-        position = new_game(self.game, "", self.variant)
-        for move in self.moves[:-2]:
-            position.push(position.parse_move(move))
+        position = self.position()
+        position.pop()
+        position.pop()
         now = time.time() if now is None else now
-        taken = self._with_position(position, now)
+        taken = self._with_position(position, now, self.moves[:-2])
         return taken.model_copy(update={"last_bot_move": None, "takebacks": self.takebacks + 1})
 
     def resign(self, player: str, *, now: float | None = None) -> Self:
@@ -280,24 +330,33 @@ class GameSession(BaseModel):
                 f"game {self.id}: not your turn, '{self.to_move}' is to move{thinking}"
             )
 
-    def _push(self, move: str, now: float | None) -> Self:
-        position = self.position()
-        index = position.ply + 1
+    def _parse_move(self, move: str) -> int:
+        """``move`` (one move in the game's notation) as the engine's move here."""
         try:
-            position.push(position.parse_move(move))
+            return self._board().parse_move(move)
         except ValueError as exc:
-            # The engine's message names the move; add the game's notation and the
-            # move's index, as the engine's own parser does.
-            raise type(exc)(f"'{move}': {_strip_quote(str(exc), move)} (move {index})") from None
-        return self._with_position(position, time.time() if now is None else now)
+            raise self._refused(exc, move) from None
 
-    def _with_position(self, position: Game, now: float) -> Self:
+    def _refused(self, exc: ValueError, name: str) -> ValueError:
+        """The engine's refusal of move ``name`` here, saying the move and its index as the
+        engine's own parser does."""
+        reason = _strip_quote(str(exc), name)
+        return type(exc)(f"'{name}': {reason} (move {self.ply + 1})")
+
+    def _push(self, move: int, now: float | None) -> Self:
+        position = self.position()
+        name = position.move_name(move)  # in the record, and in an error's words
+        try:
+            position.push(move)
+        except ValueError as exc:
+            raise self._refused(exc, name) from None
+        now = time.time() if now is None else now
+        return self._with_position(position, now, [*self.moves, name])
+
+    def _with_position(self, position: Game, now: float, moves: list[str]) -> Self:
+        """This game at ``position`` (which it carries from now on, so it must not be changed
+        after), whose moves are named ``moves``."""
         outcome = position.outcome()
-        replay = new_game(self.game, "", self.variant)
-        moves = []
-        for move in _moves_of(position):
-            moves.append(replay.move_name(move))
-            replay.push(move)
         update: dict[str, Any] = {
             "notation": position.notation(),
             "moves": moves,
@@ -307,7 +366,9 @@ class GameSession(BaseModel):
         if outcome is not None:
             update["status"] = GameStatus.DRAWN if outcome.winner is None else GameStatus.WON
             update["winner"] = outcome.winner
-        return self.model_copy(update=update)
+        moved = self.model_copy(update=update)
+        moved._carried = ((moved.game, moved.variant, moved.notation), position)
+        return moved
 
     def _end(self, player: str, status: GameStatus, now: float | None) -> Self:
         if not self.ongoing:
@@ -324,19 +385,18 @@ class GameSession(BaseModel):
         )
 
 
-@functools.lru_cache(maxsize=1024)
-def _parsed(game: str, notation: str, variant: str) -> Game:
-    """The position of ``notation``, parsed once (never handed out: callers get copies)."""
-    return new_game(game, notation, variant)
-
-
-def _moves_of(position: Game) -> list[int]:
-    """The moves played to reach ``position``, replayed by undoing a copy."""
+def _names(position: Game) -> list[str]:
+    """The names of the moves that reach ``position``, each in the position it was played
+    in (replayed from the start, by number: nothing is parsed)."""
     copy = position.copy()
     moves = []
     while copy.ply:
         moves.append(copy.pop())
-    return moves[::-1]
+    names = []
+    for move in reversed(moves):
+        names.append(copy.move_name(move))
+        copy.push(move)
+    return names
 
 
 def _strip_quote(message: str, move: str) -> str:
@@ -381,15 +441,23 @@ class GameStore:
             await pipe.execute()
         return session
 
-    async def get(self, game_id: str) -> GameSession:
-        """The session ``game_id``; :class:`GameNotFoundError` if there is none."""
+    async def get(self, game_id: str, *, known: GameSession | None = None) -> GameSession:
+        """The session ``game_id``; :class:`GameNotFoundError` if there is none.
+
+        ``known``: the caller's earlier copy of the game, whose parsed position the session
+        takes if it is still the same position (see :meth:`GameSession.carrying`).
+        """
         raw = await self.redis.get(self.key(game_id))
         if raw is None:
             raise GameNotFoundError(f"'{game_id}': no such game")
-        return GameSession.model_validate_json(raw)
+        return GameSession.model_validate_json(raw).carrying(known)
 
     async def update(
-        self, game_id: str, change: Callable[[GameSession], GameSession]
+        self,
+        game_id: str,
+        change: Callable[[GameSession], GameSession],
+        *,
+        known: GameSession | None = None,
     ) -> GameSession:
         """Apply ``change`` to the current session and store the result atomically.
 
@@ -397,7 +465,10 @@ class GameStore:
         nothing is written). If another writer changes the game in between,
         ``change`` runs again on the fresh state (so it must have no side
         effects); after :attr:`RETRIES` conflicts, :class:`GameConflictError`.
-        Returns the stored session (with ``version`` bumped if it changed).
+        Returns the stored session (with ``version`` bumped if it changed), carrying the
+        parsed position ``change`` played on, if it needed one. ``known``: as for
+        :meth:`get` (the stored session takes its position if it is the same: a move
+        played then parses nothing).
         """
         key = self.key(game_id)
         for _ in range(self.RETRIES):
@@ -407,7 +478,8 @@ class GameStore:
                     raw = await pipe.get(key)
                     if raw is None:
                         raise GameNotFoundError(f"'{game_id}': no such game")
-                    current = GameSession.model_validate_json(raw)
+                    current = GameSession.model_validate_json(raw).carrying(known)
+                    known = current  # a retry after a conflict may find the same position
                     new = change(current)
                     if new == current:
                         return current

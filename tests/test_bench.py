@@ -14,6 +14,7 @@ from engine.bench.games import play_games
 from engine.bench.sets import SETS, BenchmarkError, find_benchmarks, load_set, set_name
 from engine.bench.solving import format_seconds, run_set
 from engine.solver import Solver
+from tests.fixtures.tools import TOOLS, require_tool
 
 # Scores checked against the real files (Test_L2_R1, Test_L2_R2); the third is wrong on purpose.
 TINY_SET = "274552224131661 0\n5455174361263362 -1\n2531276566711153 3\n"
@@ -145,18 +146,14 @@ def test_games_against_random_moves_and_from_random_starts() -> None:
 
 
 #: bitbully, in a virtualenv of its own (a peer measured, never a dependency): `make tools`.
-BITBULLY = Path(__file__).resolve().parent.parent / ".tools" / "bitbully" / "bin" / "python"
+BITBULLY = TOOLS / "bitbully" / "bin" / "python"
 
 
 def test_the_side_by_side_with_bitbully_checks_every_column(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     python = os.environ.get("PLYBOT_BITBULLY_PYTHON") or str(BITBULLY)
-    if not os.access(python, os.X_OK):
-        message = f"bitbully is not installed ({python}): `make tools` installs it"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    require_tool(python, "bitbully")
     # Plies the book and the search answer at once: 2 random-game and 2 uniform positions each.
     assert main(["--vs-bitbully", python, "--plies", "3-4", "--per-ply", "2"]) == 0
     out = capsys.readouterr().out

@@ -5,31 +5,28 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import redis
-from rq import Queue, Worker
 
 from engine.book import OpeningBook, parse
 from engine.connect4 import Connect4
 from engine.layer import chunks, positions_at
 from engine.solver import Solver
+from tests.fixtures.builds import SMALL_TABLE, build_through_kills
 from tests.fixtures.waiting import wait_for
 from worker.core import keys
 from worker.core.client import JobClient
 from worker.core.contract import BookChunkRequest, MoveRequest
 from worker.core.jobstore import JobStore
-from worker.core.kinds import KINDS
 from worker.process.book_build import WINDOW
 
 pytestmark = [pytest.mark.redis, pytest.mark.service]
 
 PLYBOT = str(Path(sys.executable).with_name("plybot"))
-SMALL_TABLE = {"PLYBOT_BOOK_TABLE_MB": "64"}
 
 
 def reference(width: int, height: int, plies: int) -> dict[str, int]:
@@ -56,26 +53,11 @@ def test_workers_build_a_book_through_a_killed_builder_and_worker(
     ]  # fmt: skip
     env = {**os.environ, "REDIS_URL": redis_url}
 
-    # 1. A builder sends a window of chunks, with no worker running yet, and is killed.
-    first = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
-    queue = Queue(KINDS["book"].queue, connection=clean_redis)
     assert len(plan) > WINDOW  # the window matters: never the whole layer in Redis at once
-    wait_for(lambda: queue.count == WINDOW)
-    first.send_signal(signal.SIGKILL)
-    first.wait()
-
-    # 2. Workers solve chunks with no builder there; one of them dies holding a chunk.
-    pool = worker_pool(2, queues="interactive,analysis,book", env=SMALL_TABLE)
+    # 1-2. A builder killed after sending its window; workers solve chunks with no builder
+    # there, and one of them dies holding a chunk.
     results = keys.book_results("5x4", plies, size)
-    wait_for(lambda: clean_redis.hlen(results) >= 3)
-
-    def book_job_worker() -> str | None:
-        for worker in Worker.all(queue=queue):
-            if worker.get_current_job_id() is not None:
-                return worker.name
-        return None
-
-    pool.kill_worker(wait_for(book_job_worker))
+    build_through_kills(command, env, clean_redis, worker_pool, results)
 
     # A line the killed builder had half written (its position is solved again).
     with layer.open("a", encoding="ascii") as cut_short:

@@ -4,7 +4,6 @@ build by real workers through the queue, and its use inside the search, on small
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -12,19 +11,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 import redis
-from rq import Queue, Worker
 
 from engine.connect4 import Connect4, Geometry
 from engine.database import Parts, StoneDatabase, open_database, records_of, score_bounds
 from engine.layer import needs_search, positions_at
 from engine.solver import Solver, _core
-from tests.fixtures.waiting import wait_for
+from tests.fixtures.builds import build_through_kills
 from worker.core import keys
-from worker.core.kinds import KINDS
 from worker.process.book_build import WINDOW
 
 PLYBOT = str(Path(sys.executable).with_name("plybot"))
-SMALL_TABLE = {"PLYBOT_BOOK_TABLE_MB": "64"}
 
 
 def plan_keys(width: int, height: int, stones: int) -> np.ndarray:
@@ -209,25 +205,10 @@ def test_workers_build_a_database_through_a_killed_builder_and_worker(
     _, raw_starts = _core.layer_plan(width, height, stones, size)
     assert len(raw_starts) // 8 - 1 > WINDOW
 
-    # 1. A builder sends its window of chunks, with no worker running yet, and is killed.
-    first = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
-    queue = Queue(KINDS["book"].queue, connection=clean_redis)
-    wait_for(lambda: queue.count == WINDOW)
-    first.send_signal(signal.SIGKILL)
-    first.wait()
-
-    # 2. Workers solve chunks with no builder there; one of them dies holding a chunk.
-    pool = worker_pool(2, queues="interactive,analysis,book", env=SMALL_TABLE)
+    # 1-2. A builder killed after sending its window; workers solve chunks with no builder
+    # there, and one of them dies holding a chunk.
     results = keys.book_results("5x4", stones, size)
-    wait_for(lambda: clean_redis.hlen(results) >= 3)
-
-    def book_job_worker() -> str | None:
-        for worker in Worker.all(queue=queue):
-            if worker.get_current_job_id() is not None:
-                return worker.name
-        return None
-
-    pool.kill_worker(wait_for(book_job_worker))
+    build_through_kills(command, env, clean_redis, worker_pool, results)
 
     # 3. The builder, run again, takes what was solved meanwhile and finishes the rest.
     try:

@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,6 +23,7 @@ from rq.serializers import JSONSerializer
 from rq.suspension import resume, suspend
 
 from tests.fixtures.rq_callbacks import SUCCESSES
+from tests.fixtures.tools import TOOLS, require_tool
 from tests.fixtures.waiting import wait_for
 from worker.core.contract import AnalysisRequest, JobState, MoveRequest
 from worker.core.jobstore import JobStore
@@ -262,20 +262,14 @@ def _url(conn: redis.Redis) -> str:
 
 
 #: rq-dashboard, in a virtualenv of its own (a tool, never a dependency): `make tools`.
-DASHBOARD = (
-    Path(__file__).resolve().parent.parent / ".tools" / "rq-dashboard" / "bin" / "rq-dashboard"
-)
+DASHBOARD = TOOLS / "rq-dashboard" / "bin" / "rq-dashboard"
 
 
 @pytest.fixture
 def dashboard(redis_url: str) -> Iterator[str]:
     """rq-dashboard with its JSON serializer option, on a free port."""
     binary = os.environ.get("PLYBOT_RQ_DASHBOARD") or str(DASHBOARD)
-    if not os.access(binary, os.X_OK):
-        message = f"rq-dashboard is not installed ({binary}): `make tools` installs it"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    require_tool(binary, "rq-dashboard")
     from worker.process.redis_server import free_port
 
     port = free_port()

@@ -176,7 +176,6 @@ def build(args: argparse.Namespace) -> int:
 
 def verify(args: argparse.Namespace) -> int:
     from engine import book
-    from engine.solver import Solver
 
     prog = "plybot book verify"
     if args.database is not None:
@@ -204,19 +203,25 @@ def verify(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     sample = random.Random(args.seed).sample(entries, min(args.sample, len(entries)))
-    bad = 0
-    for position, score, best in sample:
-        solver = Solver(opened.width, opened.height)  # fresh: nothing carried over
-        solved = solver.solve(position).score
-        after = position.copy()
-        after.push(best)  # the best move must keep the score
-        kept = after.terminal_score() if after.outcome() is not None else solver.solve(after).score
-        ok = solved == score and kept is not None and -kept == score
-        bad += not ok
-        said = "ok" if ok else f"WRONG: the solver says {solved}, and {kept} after the move"
-        print(f"{position.notation() or '-'} {score} {best + 1}  {said}")
+    bad = sum(not resolved(position, score, best) for position, score, best in sample)
     print(f"{len(sample) - bad}/{len(sample)} re-solved agree", file=sys.stderr)
     return 1 if wrong or bad else 0
+
+
+def resolved(position: Connect4, score: int, best: int) -> bool:
+    """Solve ``position`` again with a fresh table, and the position after ``best``: True if
+    the score is ``score`` and ``best`` keeps it. Prints a line saying so."""
+    from engine.solver import Solver
+
+    solver = Solver(position.width, position.height)  # fresh: nothing carried over
+    solved = solver.solve(position).score
+    after = position.copy()
+    after.push(best)  # the best move must keep the score
+    kept = after.terminal_score() if after.outcome() is not None else solver.solve(after).score
+    ok = solved == score and kept is not None and -kept == score
+    said = "ok" if ok else f"WRONG: the solver says {solved}, and {kept} after the move"
+    print(f"{position.notation() or '-'} {score} {best + 1}  {said}")
+    return ok
 
 
 def verify_database(args: argparse.Namespace) -> int:
@@ -252,16 +257,9 @@ def verify_database(args: argparse.Namespace) -> int:
     bad = 0
     for i in picked:
         position = Connect4.from_key(int(keys_[i]), width, height)
-        score, best = database.lookup(position) or (None, -1)
-        solver = Solver(width, height)  # fresh: nothing carried over
-        solved = solver.solve(position).score
-        after = position.copy()
-        after.push(best)
-        kept = after.terminal_score() if after.outcome() is not None else solver.solve(after).score
-        ok = solved == score and kept is not None and -kept == score
-        bad += not ok
-        said = "ok" if ok else f"WRONG: the solver says {solved}, and {kept} after the move"
-        print(f"{position.notation()} {score} {best + 1}  {said}")
+        found = database.lookup(position)
+        assert found is not None  # picked among the known slots
+        bad += not resolved(position, *found)
     print(f"{len(picked) - bad}/{len(picked)} re-solved agree", file=sys.stderr)
     opened = book.shipped_book(width, height)
     wrong = 0
@@ -270,10 +268,10 @@ def verify_database(args: argparse.Namespace) -> int:
         sample = rng.sample(deep, min(args.sample, len(deep)))
         reader = Solver(width, height, database=database)
         for position, score, _best in sample:
-            found = reader.solve(position).score
-            if found != score:
+            searched = reader.solve(position).score
+            if searched != score:
                 wrong += 1
-                print(f"{position.notation()}: {score} in the book, {found} with the database")
+                print(f"{position.notation()}: {score} in the book, {searched} with the database")
         print(f"{len(sample) - wrong}/{len(sample)} book entries agree", file=sys.stderr)
     return 1 if bad or wrong else 0
 

@@ -11,13 +11,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 import redis
+from rq import Queue
 
 from engine.connect4 import Connect4, Geometry
 from engine.database import Parts, StoneDatabase, open_database, records_of, score_bounds
 from engine.layer import needs_search, positions_at
 from engine.solver import Solver, _core
-from tests.fixtures.builds import build_through_kills
+from tests.fixtures.builds import SMALL_TABLE, build_through_kills
+from tests.fixtures.waiting import wait_for
 from worker.core import keys
+from worker.core.kinds import KINDS
 from worker.process.book_build import WINDOW
 
 PLYBOT = str(Path(sys.executable).with_name("plybot"))
@@ -244,3 +247,31 @@ def test_workers_build_a_database_through_a_killed_builder_and_worker(
     checked = subprocess.run(verify, capture_output=True, text=True, timeout=300)
     assert checked.returncode == 1
     assert "WRONG: the solver says" in checked.stdout
+
+
+@pytest.mark.redis
+def test_a_chunk_taken_by_a_worker_that_died_at_once_is_sent_again(
+    clean_redis: redis.Redis,
+    redis_url: str,
+    worker_pool,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
+    # A worker popped a chunk's id and died before starting it (RQ's own window with more
+    # than one queue): the job waits in no queue and RQ never looks for it again. The
+    # builder, waiting for it, sees that and puts it back.
+    out = tmp_path / "db"
+    command = [PLYBOT, "book", "build", "--database", "--variant", "5x4", "--plies", "6",
+               "--chunk-size", "100", "--out", str(out)]  # fmt: skip
+    env = {**os.environ, "REDIS_URL": redis_url}
+    _, raw_starts = _core.layer_plan(5, 4, 6, 100)
+    chunks = len(raw_starts) // 8 - 1
+    builder = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
+    queue = Queue(KINDS["book"].queue, connection=clean_redis)
+    wait_for(lambda: queue.count == chunks)
+    taken = clean_redis.lpop(queue.key)  # the "dead" worker's pop
+    assert taken is not None
+    worker_pool(1, queues="interactive,analysis,book", env=SMALL_TABLE)
+    out_text, _ = builder.communicate(timeout=120)
+    assert builder.returncode == 0
+    reference = solved_reference(5, 4, 6)
+    assert out_text.startswith(f"{len(reference):,} positions with 6 stones, in ")

@@ -99,7 +99,7 @@ from worker.core.contract import (
     MoveResult,
     Progress,
 )
-from worker.core.jobstore import JobStore, Submitted
+from worker.core.jobstore import JobStore, LostJobs, Submitted
 from worker.core.kinds import QUEUES
 from worker.core.position_cache import CACHE_STATS, CacheProbe, RedisPositionCache
 from worker.core.records import fetch, final_event, timestamp
@@ -120,9 +120,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _SAFETY_RECHECK_S = 1.0
-#: A job seen waiting in no queue this long was taken by a worker that died before starting
-#: it (RQ's pop-to-start window is milliseconds): it is put back at the front of its queue.
-_LOST_AFTER_S = 1.0
 #: Threads for RQ's synchronous calls (each holds one Redis round trip at a time).
 _RQ_THREADS = 32
 
@@ -234,8 +231,8 @@ class JobClient:
             max_connections=_RQ_THREADS * 2,
         )
         self._threads = ThreadPoolExecutor(_RQ_THREADS, thread_name_prefix="rq-call")
-        #: Queued jobs seen in no queue, since when (see :meth:`_recover_if_lost`).
-        self._lost_since: dict[str, tuple[float, str]] = {}
+        #: Queued jobs seen in no queue (see :meth:`_recover_if_lost`).
+        self._lost = LostJobs()
         self.store = JobStore(self._sync, self.settings)
         # The workers' shared position cache, read at submission (synchronous, with its
         # short timeout and circuit breaker: called in a thread).
@@ -299,25 +296,17 @@ class JobClient:
         if state.status == "queued":
             await self._recover_if_lost(job_id)
         else:
-            self._lost_since.pop(job_id, None)  # seen started (or ended) since: not lost
+            self._lost.forget(job_id)  # seen started (or ended) since: not lost
         return state
 
     async def _recover_if_lost(self, job_id: str) -> None:
-        """Put a job back on its queue if it was seen waiting in no queue twice, at least
-        ``_LOST_AFTER_S`` apart: a worker took it and died before starting it. Every reader
-        of a waiting job's state (a waiter's recheck, a GET) looks, so no accepted job is lost.
+        """Put a job back on its queue if it was seen waiting in no queue twice
+        (:class:`worker.core.jobstore.LostJobs`): a worker took it and died before starting
+        it. Every reader of a waiting job's state (a waiter's recheck, a GET) looks, so no
+        accepted job is lost.
         """
         mark = await self._call(self.store.lost, job_id)
-        if mark is None:
-            self._lost_since.pop(job_id, None)
-            return
-        now = time.monotonic()
-        first, first_mark = self._lost_since.setdefault(job_id, (now, mark))
-        if first_mark != mark:  # enqueued or started again since the first sighting
-            self._lost_since[job_id] = (now, mark)
-            return
-        if now - first >= _LOST_AFTER_S:
-            self._lost_since.pop(job_id, None)
+        if self._lost.seen(job_id, mark, time.monotonic()):
             await self._call(self.store.requeue_lost, job_id)
 
     async def progress(self, job_id: str) -> list[Progress]:

@@ -107,6 +107,45 @@ def _dedupe_key(request: JobRequest) -> str:
     return ""
 
 
+#: Seconds between the two sightings that make a waiting job lost (see :class:`LostJobs`).
+LOST_AFTER_S = 1.0
+
+
+class LostJobs:
+    """Sightings of jobs that RQ says wait in a queue that does not hold them.
+
+    With more than one queue, an RQ worker takes a job with ``BLPOP`` and only then
+    registers it as started: a worker that dies in between (RQ's own window of
+    milliseconds) leaves the job waiting in no queue, and RQ never looks for it again.
+    Whoever waits for a job feeds :meth:`JobStore.lost`'s mark here on each look; two
+    sightings of the same mark at least :data:`LOST_AFTER_S` apart make it lost (a job
+    enqueued or started again in between has another mark), and the caller puts it back
+    with :meth:`JobStore.requeue_lost`.
+    """
+
+    def __init__(self) -> None:
+        self._since: dict[str, tuple[float, str]] = {}
+
+    def seen(self, job_id: str, mark: str | None, now: float) -> bool:
+        """Record a look at ``job_id`` (``mark``: :meth:`JobStore.lost`'s answer); True if
+        it is lost now (its sightings are then forgotten)."""
+        if mark is None:
+            self._since.pop(job_id, None)
+            return False
+        first, first_mark = self._since.setdefault(job_id, (now, mark))
+        if first_mark != mark:  # enqueued or started again since the first sighting
+            self._since[job_id] = (now, mark)
+            return False
+        if now - first >= LOST_AFTER_S:
+            self._since.pop(job_id, None)
+            return True
+        return False
+
+    def forget(self, job_id: str) -> None:
+        """``job_id`` was seen started or ended: not lost."""
+        self._since.pop(job_id, None)
+
+
 class JobStore:
     """Jobs over a synchronous Redis connection (bytes, as RQ needs)."""
 

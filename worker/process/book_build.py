@@ -34,7 +34,7 @@ from typing import TextIO
 
 import numpy as np
 import redis
-from rq.job import Job
+from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 
 from engine.book import BookLine, OpeningBook, parse
@@ -43,7 +43,7 @@ from engine.database import CHUNKS_PER_PART, UNKNOWN, Parts, records_of
 from engine.layer import CHUNK_SIZE, Chunk, chunks, derive
 from worker.core import keys
 from worker.core.contract import BookChunkRequest, BookChunkResult
-from worker.core.jobstore import IN_FLIGHT, JobStore
+from worker.core.jobstore import IN_FLIGHT, JobStore, LostJobs
 from worker.core.settings import Settings
 
 __all__ = ["BookBuild", "BuildProgress", "DatabaseBuild", "LayerBuild"]
@@ -104,6 +104,7 @@ class LayerBuild:
     height: int
     plies: int
     size: int = CHUNK_SIZE
+    _lost: LostJobs = field(default_factory=LostJobs)
 
     @property
     def variant(self) -> str:
@@ -231,7 +232,14 @@ class LayerBuild:
         )
         for index, job in zip(indices, jobs, strict=True):
             flight = in_flight[index]
-            if job is not None and job.get_status(refresh=False) in IN_FLIGHT:
+            status = job.get_status(refresh=False) if job is not None else None
+            if status == JobStatus.QUEUED:
+                # A worker may have taken it and died before starting it (RQ's window).
+                if self._lost.seen(flight.job_id, store.lost(flight.job_id), time.monotonic()):
+                    store.requeue_lost(flight.job_id)
+                continue
+            if status in IN_FLIGHT:
+                self._lost.forget(flight.job_id)
                 continue
             del in_flight[index]
             state = store.state(flight.job_id, with_progress=False) if job is not None else None

@@ -68,12 +68,11 @@ def main(argv: list[str]) -> int:
 
 
 def build(args: argparse.Namespace) -> int:
-    import redis
-
     from engine import book
     from engine.connect4 import Connect4
     from engine.errors import PlybotError
     from engine.layer import CHUNK_SIZE
+    from worker.core.connection import connect
     from worker.core.settings import get_settings
     from worker.process.book_build import BookBuild, BuildError, BuildProgress
 
@@ -97,7 +96,7 @@ def build(args: argparse.Namespace) -> int:
     if not url:
         return fail(prog, "no Redis: set REDIS_URL or pass --redis-url (and run plybot worker)")
     try:
-        connection = redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5)
+        connection = connect(url, settings, socket_timeout=10, socket_connect_timeout=5)
     except ValueError as exc:
         return fail(prog, f"--redis-url: {exc}")
     run = BookBuild(connection, settings, width, height, args.plies, layer, out, size)

@@ -14,7 +14,7 @@ import random
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -393,14 +393,6 @@ def positions(count: int, seed: int = 22) -> list[tuple[str, str, int]]:
     return [(name, position, score) for (name, position), score in found.items()]
 
 
-@pytest.fixture
-def pools() -> Iterator[list[WorkerPool]]:
-    started: list[WorkerPool] = []
-    yield started
-    for pool in started:
-        pool.stop()
-
-
 def failover_under_load(cluster: SentinelCluster, pool: WorkerPool, env: dict[str, str]) -> str:
     """The API under a load of bot moves and analyses, the primary SIGKILLed in the middle;
     checks everything the README promises of it and returns what it measured."""
@@ -478,7 +470,7 @@ def failover_under_load(cluster: SentinelCluster, pool: WorkerPool, env: dict[st
 @pytest.mark.service
 @pytest.mark.slow
 def test_a_primary_killed_under_load_fails_over_and_every_accepted_job_ends_right(
-    sentinel_cluster: SentinelCluster, pools: list[WorkerPool], discord_world: DiscordWorld
+    sentinel_cluster: SentinelCluster, discord_world: DiscordWorld
 ) -> None:
     cluster = sentinel_cluster
     env = {
@@ -488,14 +480,23 @@ def test_a_primary_killed_under_load_fails_over_and_every_accepted_job_ends_righ
         "PLYBOT_REDIS_REPLICA_WAIT_MS": "2000",
     }
     pool = WorkerPool(UNUSED_HOST_URL, 2, env=env)
-    pools.append(pool)
-    pool.wait_ready()
+    try:
+        pool.wait_ready()
+        measured = run_bot_through_a_failover(cluster, pool, env, discord_world)
+    finally:
+        pool.stop()
+    print(f"\n{measured}")
+
+
+def run_bot_through_a_failover(
+    cluster: SentinelCluster, pool: WorkerPool, env: dict[str, str], world: DiscordWorld
+) -> str:
+    """:func:`failover_under_load` while the Discord bot plays; what it measured."""
     settings = bot_settings(
         UNUSED_HOST_URL,
         redis_sentinels=cluster.env["PLYBOT_REDIS_SENTINELS"],
         redis_sentinel_master=cluster.MASTER,
     )
-    world = discord_world
     measured: list[str] = []
 
     async def scenario(bot: Any) -> None:
@@ -523,4 +524,4 @@ def test_a_primary_killed_under_load_fails_over_and_every_accepted_job_ends_righ
         await play_a_free_cell(5)  # plybot answers again, through the new primary
 
     run_with_bot(world, settings, UNUSED_HOST_URL, scenario)
-    print(f"\n{measured[0]}")
+    return measured[0]

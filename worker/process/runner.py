@@ -31,7 +31,9 @@ meta, a job function returning RQ's ``Retry``):
   front of its queue, its run not counted against its retries, and the move is taken next.
 * **Redis outages** are waited out: the worker's connection retries every command for ever
   with backoff (:func:`worker.process.backoff.patient`), so RQ's loop neither quits nor
-  loses the job in hand; progress events wait in the job until Redis is back.
+  loses the job in hand; progress events wait in the job until Redis is back. A failover
+  (Redis Sentinel) is such an outage: every reconnect asks the sentinels for the master
+  (:mod:`worker.core.connection`).
 * **Memory recycling.** Near ``worker_memory_mb`` after a job, the worker stops the way RQ
   stops (a warm shutdown) and exits with ``RECYCLE_EXIT`` so the supervisor starts a fresh
   one; never during a job.

@@ -27,6 +27,7 @@ from bot.service import DiscordGames
 from bot.settings import BotSettings
 from bot.views import DYNAMIC_ITEMS
 from worker.core.client import JobClient
+from worker.core.connection import aclose, connect_async
 
 log = logging.getLogger(__name__)
 
@@ -90,8 +91,8 @@ class PlybotBot(commands.Bot):
         if not self.redis_url:
             raise RuntimeError("REDIS_URL is not set")
         timeout = self.settings.redis_socket_timeout_s
-        self.redis = Redis.from_url(
-            self.redis_url, socket_timeout=timeout, socket_connect_timeout=timeout
+        self.redis = connect_async(
+            self.redis_url, self.settings, socket_timeout=timeout, socket_connect_timeout=timeout
         )
         await self.redis.ping()
         self.jobs = JobClient(self.redis_url, self.settings)
@@ -173,4 +174,4 @@ class PlybotBot(commands.Bot):
         if self.jobs is not None:
             await self.jobs.aclose()
         if self.redis is not None:
-            await self.redis.aclose()
+            await aclose(self.redis)

@@ -124,7 +124,11 @@ def main(argv: list[str]) -> int:
         print("plybot bot: Discord refused the intents asked for", file=sys.stderr)
         return 2
     except RedisError as exc:
-        where = _where(settings.redis_url)
+        where = (
+            f"master {settings.redis_sentinel_master!r} of the sentinels {settings.redis_sentinels}"
+            if settings.redis_sentinels
+            else _where(settings.redis_url)
+        )
         print(f"plybot bot: cannot use Redis at {where}: {type(exc).__name__}", file=sys.stderr)
         return 1
     except OSError as exc:  # aiohttp's connection errors included

@@ -48,6 +48,7 @@ import redis
 
 from engine.bench.slow import SLOW
 from worker.bench.loadtest import load_positions
+from worker.core.connection import connect
 from worker.core.jobstore import JobStore
 from worker.core.settings import get_settings
 from worker.process.backoff import Backoff
@@ -125,7 +126,7 @@ class _Service:
         self.http = httpx.Client(
             base_url=f"http://127.0.0.1:{self.port}", timeout=30, headers={"X-API-Key": CHAOS_KEY}
         )
-        self.store = JobStore(redis.Redis.from_url(self.url), get_settings())
+        self.store = JobStore(connect(self.url), get_settings())
 
     # -- waiting for states ----------------------------------------------------------
 
@@ -297,7 +298,7 @@ def _phase_redis_full(
     result = PhaseResult(f"Redis full (OOM) {full_s:g} s")
     jobs = service.submit_all(result, [*long, *quick])
     service.wait_for(lambda: len(service.busy_workers()) >= 1)
-    conn = redis.Redis.from_url(service.url)
+    conn = connect(service.url)
     used = int(conn.info("memory")["used_memory"])
     conn.config_set("maxmemory", used + (4 << 20))
     filler, n = "x" * (64 << 10), 0

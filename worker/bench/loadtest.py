@@ -35,10 +35,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import redis
-
 from worker.core import keys
 from worker.core.client import JobClient, JobError
+from worker.core.connection import connect
 from worker.core.contract import AnalysisRequest
 from worker.core.settings import get_settings
 from worker.process.processes import WorkerPool
@@ -215,7 +214,7 @@ def run_load(
         env["PLYBOT_SOLVER_FRESH_TABLE"] = "1"
     server = None if redis_url else RedisServer(persistent=False, maxmemory="512mb")
     url = redis_url or server.start()  # type: ignore[union-attr]
-    connection = redis.Redis.from_url(url)
+    connection = connect(url)
     pool = None
     try:
         connection.flushdb()

@@ -76,7 +76,6 @@ from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import Any, TypeVar
 
-import redis
 import redis.asyncio as aioredis
 from pydantic import BaseModel
 from redis.asyncio.retry import Retry
@@ -89,6 +88,7 @@ from engine.analysis import cached_exact
 from engine.connect4 import Connect4
 from engine.game import has_exact_solver
 from worker.core import keys
+from worker.core.connection import aclose, close, connect, connect_async
 from worker.core.contract import (
     AnalysisRequest,
     AnalysisResult,
@@ -212,20 +212,22 @@ class JobClient:
             "socket_timeout": timeout,
             "socket_connect_timeout": timeout,
         }
-        if max_connections is None:
-            self.redis = aioredis.Redis.from_url(url, **options)
-        else:
-            # A stale connection after a Redis restart is retried on a fresh one, not
-            # surfaced as an outage; a Redis that stays down is a 503 within ~0.1 s (the
-            # client is told to come back), not after seconds of retrying per request.
-            retry = Retry(ExponentialWithJitterBackoff(base=0.01, cap=0.1), 3)
-            pool = aioredis.BlockingConnectionPool.from_url(
-                url, max_connections=max_connections, timeout=pool_timeout, retry=retry, **options
-            )
-            self.redis = aioredis.Redis.from_pool(pool)  # owns it: aclose() closes the pool
-        # RQ's API is synchronous: its calls run on threads of our own, over this pool.
-        self._sync = redis.Redis.from_url(
+        if max_connections is not None:
+            # A stale connection after a Redis restart (or a failover) is retried on a fresh
+            # one, not surfaced as an outage; a Redis that stays down is a 503 within ~0.1 s
+            # (the client is told to come back), not after seconds of retrying per request.
+            options["retry"] = Retry(ExponentialWithJitterBackoff(base=0.01, cap=0.1), 3)
+        self.redis = connect_async(
             url,
+            self.settings,
+            max_connections=max_connections,
+            pool_timeout=pool_timeout,
+            **options,
+        )
+        # RQ's API is synchronous: its calls run on threads of our own, over this pool.
+        self._sync = connect(
+            url,
+            self.settings,
             socket_timeout=timeout,
             socket_connect_timeout=timeout,
             max_connections=_RQ_THREADS * 2,
@@ -253,9 +255,9 @@ class JobClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        await self.redis.aclose()
+        await aclose(self.redis)
         self._threads.shutdown(wait=False, cancel_futures=True)
-        self._sync.close()
+        close(self._sync)
         if self.cache is not None:
             self.cache.close()
 

@@ -153,6 +153,9 @@ class JobStore:
         self.redis = connection
         self.settings = settings or get_settings()
         self._queues: dict[tuple[str, bool], Queue] = {}
+        #: The last replica wait went unacknowledged (see :meth:`await_replica`).
+        self._alone = False
+        self._next_unreplicated_log = 0.0
 
     def queue(self, name: str, *, is_async: bool = True) -> Queue:
         """RQ's queue ``name`` with the JSON serializer (``is_async=False``: RQ runs a job
@@ -177,8 +180,61 @@ class JobStore:
         A kind with ``dedupe`` shares one job among identical requests while it runs
         (each requester counted, see :meth:`withdraw`). A bot move carries RQ's ``ttl``:
         no worker started it within ``interactive_ttl_s``, RQ drops it and its requester
-        is told so.
+        is told so. With sentinels, returns once a replica has the job (see
+        :meth:`await_replica`).
         """
+        submitted = self._submit(request)
+        self.await_replica(submitted.id, self._hold_s(kind_of(request)))
+        return submitted
+
+    def await_replica(self, job_id: str, hold: int) -> bool:
+        """With sentinels (``PLYBOT_REDIS_SENTINELS``), wait until a replica has the job
+        ``job_id`` (Redis ``WAIT 1``), at most ``redis_replica_wait_ms``; True if one
+        acknowledged it, or if there is nothing to wait for (no sentinels, or a wait of 0).
+
+        Not acknowledged (no replica connected, or none answered in time): the job stays
+        accepted, on the primary alone, and is lost if the primary dies before a replica
+        has it; it is counted (``plybot:stats`` field ``unreplicated``, ``/v1/status``'s
+        ``jobs.unreplicated``) and logged (at most once a minute). After one such wait,
+        submissions do not wait while the primary has no replica connected (one ``INFO``
+        instead), so a primary left alone after a failover costs no time per submission.
+
+        ``WAIT`` covers the writes of the connection it is sent on, and the submission's
+        went out on another of the pool's: so it follows a write of its own on one
+        connection (the job record's TTL set again to ``hold``), which comes after the
+        submission's (and every earlier write, a game's move included) on the replication
+        stream.
+        """
+        wait_ms = self.settings.redis_replica_wait_ms
+        if not self.settings.redis_sentinels or wait_ms <= 0:
+            return True
+        if self._alone and not int(self.redis.info("replication").get("connected_slaves", 0)):
+            return self._unreplicated(job_id, "the primary has no replica connected")
+        with self.redis.pipeline(transaction=False) as pipe:
+            pipe.expire(keys.job(job_id), hold)
+            pipe.wait(1, wait_ms)
+            acked = int(pipe.execute()[-1])
+        self._alone = acked < 1
+        if acked >= 1:
+            return True
+        return self._unreplicated(job_id, f"no replica acknowledged it within {wait_ms} ms")
+
+    def _unreplicated(self, job_id: str, why: str) -> bool:
+        """Count (and now and then log) a job accepted on the primary alone; False."""
+        self.redis.hincrby(keys.STATS, "unreplicated", 1)
+        now = time.monotonic()
+        if now >= self._next_unreplicated_log:
+            self._next_unreplicated_log = now + 60
+            log.warning(
+                "job %s accepted on the primary alone (%s): it is lost if the primary dies "
+                "before a replica has it; such jobs are counted in plybot:stats unreplicated",
+                job_id,
+                why,
+            )
+        return False
+
+    def _submit(self, request: JobRequest) -> Submitted:
+        """:meth:`submit`, not waiting for a replica."""
         kind = kind_of(request)
         job_id = uuid.uuid4().hex
         dedupe = _dedupe_key(request) if kind.dedupe else ""
@@ -273,6 +329,7 @@ class JobStore:
         assert state is not None, job_id
         assert state.status == "done", state
         self.announce(state)
+        self.await_replica(job_id, self._hold_s(kind))
         return state
 
     def state(self, job_id: str, *, with_progress: bool = True) -> JobState | None:

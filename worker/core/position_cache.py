@@ -22,6 +22,11 @@ flushed) answers "nothing known" and drops the write, and a circuit breaker then
 skips Redis for ``cache_retry_after_s`` seconds so a dead Redis costs one short
 timeout, not one per node. Hits and misses are counted in Redis
 (:data:`CACHE_STATS`, read with :func:`cache_stats`).
+
+Where: ``PLYBOT_CACHE_URL``, a Redis of its own reached at that URL only (no sentinel
+setting: losing the cache costs speed, never an answer, and the breaker rides it out);
+unset, the job Redis, through the sentinels when they are set
+(:mod:`worker.core.connection`).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from collections.abc import Sequence
 import redis
 
 from engine.cache import CacheEntry
+from worker.core import connection
 from worker.core.keys import as_str
 from worker.core.settings import Settings, get_settings
 
@@ -93,8 +99,11 @@ class RedisPositionCache:
     def __init__(self, url: str, settings: Settings | None = None) -> None:
         self.settings = settings or get_settings()
         timeout = self.settings.cache_socket_timeout_ms / 1000
-        self.redis = redis.Redis.from_url(
+        # The job Redis (no PLYBOT_CACHE_URL) is found through the sentinels if they are
+        # set; a cache Redis of its own is reached at its URL (see worker.core.connection).
+        self.redis = connection.connect(
             url,
+            self.settings,
             decode_responses=True,
             socket_timeout=timeout,
             socket_connect_timeout=timeout,
@@ -207,7 +216,7 @@ class RedisPositionCache:
             self._trip(exc)
 
     def close(self) -> None:
-        self.redis.close()
+        connection.close(self.redis)
 
 
 class CacheProbe:

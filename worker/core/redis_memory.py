@@ -24,6 +24,7 @@ from typing import Literal, NamedTuple
 
 import redis
 
+from worker.core.connection import close, connect
 from worker.core.keys import as_str
 
 Level = Literal["ok", "warn", "refuse"]
@@ -47,7 +48,7 @@ def check_redis_memory(
 
     ``cache_apart``: the position cache has a Redis of its own (``PLYBOT_CACHE_URL``).
     """
-    client = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+    client = connect(url, socket_timeout=timeout, socket_connect_timeout=timeout)
     try:
         config = client.config_get("maxmemory*")
     except redis.ConnectionError as exc:
@@ -58,7 +59,7 @@ def check_redis_memory(
             f"could not read Redis' maxmemory settings ({exc}); make sure they are safe: {ADVICE}",
         )
     finally:
-        client.close()
+        close(client)
     policy = as_str(config.get("maxmemory-policy", ""))
     maxmemory = int(as_str(config.get("maxmemory", 0)) or 0)
     if policy.startswith("allkeys"):

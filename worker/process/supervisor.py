@@ -31,6 +31,7 @@ from types import FrameType
 import redis
 from rq import Worker
 
+from worker.core.connection import connect
 from worker.core.redis_memory import check_redis_memory
 from worker.core.settings import Settings
 from worker.process.backoff import Backoff
@@ -57,8 +58,9 @@ class Supervisor:
         self._born: dict[str, float] = {}
         self._unreaped: set[str] = set()
         self._prefix = f"{socket.gethostname()}.{os.getpid()}"
-        self.redis = redis.Redis.from_url(
+        self.redis = connect(
             url,
+            settings,
             socket_timeout=settings.redis_socket_timeout_s,
             socket_connect_timeout=settings.redis_socket_timeout_s,
         )

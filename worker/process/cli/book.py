@@ -87,13 +87,12 @@ def main(argv: list[str]) -> int:
 
 
 def build(args: argparse.Namespace) -> int:
-    import redis
-
     from engine import book
     from engine.connect4 import Connect4
     from engine.database import SHIPPED_PARTS, Parts, open_database
     from engine.errors import PlybotError
     from engine.layer import CHUNK_SIZE
+    from worker.core.connection import connect
     from worker.core.settings import get_settings
     from worker.process.book_build import BookBuild, BuildError, BuildProgress, DatabaseBuild
 
@@ -119,7 +118,7 @@ def build(args: argparse.Namespace) -> int:
     if not url:
         return fail(prog, "no Redis: set REDIS_URL or pass --redis-url (and run plybot worker)")
     try:
-        connection = redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5)
+        connection = connect(url, settings, socket_timeout=10, socket_connect_timeout=5)
     except ValueError as exc:
         return fail(prog, f"--redis-url: {exc}")
     common = {"width": width, "height": height, "plies": args.plies, "size": size}

@@ -128,12 +128,14 @@ def test_side_by_side_with_a_peer(fake_sets: Path, capsys) -> None:  # type: ign
     assert "ratio of means" in header
     assert row.split()[:4] == ["Test_L3_R1", "3", "2", "3"]
     lines = [line.split("\t") for line in times.read_text().splitlines()]
-    assert [line[:5] + line[6:7] for line in lines] == [
+    assert [line[:5] + line[7:8] for line in lines] == [
         ["Test_L3_R1", "1", "274552224131661", "0", "0", "0"],
         ["Test_L3_R1", "2", "5455174361263362", "-1", "-1", "-1"],
         ["Test_L3_R1", "3", "2531276566711153", "3", "2", "3"],
     ]
-    assert all(float(line[5]) > 0 and float(line[7]) > 0 for line in lines)
+    # Wall and CPU seconds for both (the peer's CPU time from /proc: this is Linux).
+    assert all(float(line[i]) > 0 for line in lines for i in (5, 6, 8, 9))
+    assert "CPU time per position" in out.splitlines()[0]
 
 
 def test_a_peer_that_is_wrong_or_broken(fake_sets: Path, capsys) -> None:  # type: ignore[no-untyped-def]

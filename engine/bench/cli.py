@@ -16,8 +16,9 @@ the program at PATH, with the ``--peer-arg`` arguments, reads positions on
 standard input and answers ``<position> <score>`` per line (Pons' c4solver,
 which then runs without his opening book). Both solve each position in turn,
 both keep their tables, both are checked against the set; the table gives
-each one's mean and median (wall time per position) and plybot's over the
-peer's. ``--times FILE`` writes every position's figures, tab-separated.
+each one's mean and median (CPU time per position) and plybot's over the
+peer's, and the ratio of their mean wall times. ``--times FILE`` writes
+every position's figures, tab-separated.
 
 ``--games N`` instead plays the ``perfect`` level (opening book, then the
 solver) against ``--opponent`` (default ``easy``) for N games, sides
@@ -193,9 +194,10 @@ def _side_by_side(
                         f"expected {m.expected}",
                         file=sys.stderr,
                     )
+    clock = "CPU time" if all(r.cpu for r in reports) else "wall time (the peer's CPU time unread)"
     print(
         f"strong solve, side by side with {peer}; each position by both in turn, each keeping "
-        f"its table (plybot's {table_mb} MB) across a set; wall time per position"
+        f"its table (plybot's {table_mb} MB) across a set; {clock} per position"
     )
     print(format_pairs(reports))
     return 1 if failed else 0

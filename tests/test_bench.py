@@ -93,6 +93,75 @@ def test_the_command_rejects_bad_arguments(capsys) -> None:  # type: ignore[no-u
     ]
 
 
+def write_peer(folder: Path, body: str) -> Path:
+    """An executable peer solver: a Python script reading positions on stdin, ``body`` per line
+    (``moves`` holds the line's position, ``known`` the fake set's scores)."""
+    path = folder / "peer"
+    path.write_text(
+        f"#!{sys.executable}\n"
+        "import os, sys\n"
+        f"known = dict(l.split() for l in open({str(folder / 'Test_L3_R1')!r}))\n"
+        "for line in sys.stdin:\n"
+        "    moves = line.strip()\n"
+        + "".join(f"    {b}\n" for b in body.splitlines())
+        + "    sys.stdout.flush()\n"
+    )
+    path.chmod(0o755)
+    return path
+
+
+def test_side_by_side_with_a_peer(fake_sets: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    # The peer answers the set's own scores, and only from an empty working directory (as
+    # Pons' solver, which would load an opening book found there).
+    peer = write_peer(
+        fake_sets,
+        "print(moves, known[moves] if not os.listdir() else 99, 123, 456)",
+    )
+    times = fake_sets / "times.tsv"
+    assert main(["L3_R1", "--peer", str(peer), "--times", str(times), "--table-mb", "4"]) == 1
+    out, err = capsys.readouterr()
+    # plybot is right where the set is wrong; the peer, reading the set, agrees with it.
+    assert err.splitlines()[-1] == (
+        "plybot bench: Test_L3_R1 line 3: '2531276566711153': plybot solved 2, expected 3"
+    )
+    assert out.splitlines()[0].startswith(f"strong solve, side by side with {peer}")
+    header, _rule, row = out.splitlines()[1:4]
+    assert header.split()[:4] == ["set", "positions", "exact", "peer"]
+    assert "ratio of means" in header
+    assert row.split()[:4] == ["Test_L3_R1", "3", "2", "3"]
+    lines = [line.split("\t") for line in times.read_text().splitlines()]
+    assert [line[:5] + line[7:8] for line in lines] == [
+        ["Test_L3_R1", "1", "274552224131661", "0", "0", "0"],
+        ["Test_L3_R1", "2", "5455174361263362", "-1", "-1", "-1"],
+        ["Test_L3_R1", "3", "2531276566711153", "3", "2", "3"],
+    ]
+    # Wall and CPU seconds for both (the peer's CPU time from /proc: this is Linux).
+    assert all(float(line[i]) > 0 for line in lines for i in (5, 6, 8, 9))
+    assert "CPU time per position" in out.splitlines()[0]
+
+
+def test_a_peer_that_is_wrong_or_broken(fake_sets: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    wrong = write_peer(fake_sets, "print(moves, 5)")
+    assert main(["L3_R1", "--limit", "1", "--peer", str(wrong)]) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "plybot bench: Test_L3_R1 line 1: '274552224131661': the peer solved 5, expected 0"
+    )
+    garbled = write_peer(fake_sets, "print('nonsense')")
+    assert main(["L3_R1", "--peer", str(garbled)]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"plybot bench: '{garbled}' answered 'nonsense' to '274552224131661' "
+        "(expected '<position> <score> ...')"
+    )
+    quitter = write_peer(fake_sets, "break")
+    assert main(["L3_R1", "--peer", str(quitter)]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"plybot bench: '{quitter}' ended without answering '274552224131661'"
+    )
+    missing = fake_sets / "no-such-solver"
+    assert main(["L3_R1", "--peer", str(missing)]) == 2
+    assert capsys.readouterr().err.startswith(f"plybot bench: '{missing}': cannot run the peer: ")
+
+
 def test_format_seconds() -> None:
     assert format_seconds(16e-6) == "16 µs"
     assert format_seconds(0.00044) == "440 µs"

@@ -1,6 +1,7 @@
 """Run Pons' Connect Four benchmark sets and print times, nodes and the ratio to his C++ solver.
 
     plybot bench [SET ...] [--all] [--limit N] [--table-mb MB]
+    plybot bench [SET ...] --peer PATH [--peer-arg ARG ...] [--times FILE]
     plybot bench --games N [--opponent LEVEL] [--move-ms MS]
     plybot bench --vs-bitbully PYTHON [--per-ply N] [--plies A-B] [--seed S]
 
@@ -11,17 +12,27 @@ each set. One solver per set, its transposition table kept from one
 position to the next (as Pons' C++ benchmark does). A position whose score
 differs from the file's is an error: named on standard error, exit 1.
 
+``--peer PATH`` runs another solver side by side (:mod:`engine.bench.peer`):
+the program at PATH, with the ``--peer-arg`` arguments, reads positions on
+standard input and answers ``<position> <score>`` per line (Pons' c4solver,
+which then runs without his opening book). Both solve each position in turn,
+both keep their tables, both are checked against the set; the table gives
+each one's mean and median (CPU time per position) and plybot's over the
+peer's, and the ratio of their mean wall times. ``--times FILE`` writes
+every position's figures, tab-separated.
+
 ``--games N`` instead plays the ``perfect`` level (opening book, then the
 solver) against ``--opponent`` (default ``easy``) for N games, sides
 alternating, ``--move-ms`` (default 2000) per move of perfect's, and prints
 the results and perfect's move times by ply.
 
 ``--vs-bitbully PYTHON`` analyses every column of positions of plies A..B side
-by side with bitbully (:mod:`engine.bench.peers`).
+by side with bitbully (:mod:`engine.bench.bitbully`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from typing import TYPE_CHECKING, TextIO
@@ -45,6 +56,19 @@ def parser() -> ArgumentParser:
     )
     p.add_argument("--limit", type=int, metavar="N", help="first N positions of each set")
     add_table_mb(p)
+    p.add_argument(
+        "--peer",
+        metavar="PATH",
+        help="a solver program to run side by side (reads positions, prints '<pos> <score>')",
+    )
+    p.add_argument(
+        "--peer-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="an argument for the peer (repeatable)",
+    )
+    p.add_argument("--times", metavar="FILE", help="with --peer: every position's times (TSV)")
     p.add_argument("--games", type=int, metavar="N", help="play perfect against --opponent")
     p.add_argument(
         "--opponent", default="easy", help="a level, or 'random', that perfect plays (default easy)"
@@ -61,7 +85,7 @@ def parser() -> ArgumentParser:
         "--vs-bitbully",
         metavar="PYTHON",
         help="analyse every column side by side with bitbully, run by this interpreter "
-        "(make peers: .tools/bitbully/bin/python)",
+        "(make tools: .tools/bitbully/bin/python)",
     )
     p.add_argument("--per-ply", type=int, default=15, help="--vs-bitbully: positions per kind")
     p.add_argument("--plies", default="0-20", help="--vs-bitbully: plies A-B (default 0-20)")
@@ -118,6 +142,8 @@ def main(argv: list[str]) -> int:
 
     from engine.solver import Solver
 
+    if args.peer is not None:
+        return _side_by_side(names, args.limit, args.table_mb, args.peer, args.peer_arg, args.times)
     reports = []
     failed = 0
     for name in names:
@@ -141,7 +167,7 @@ def main(argv: list[str]) -> int:
 
 
 def _vs_bitbully(python: str, plies: str, per_ply: int, seed: int) -> int:
-    from engine.bench.peers import run
+    from engine.bench.bitbully import run
 
     prog = "plybot bench"
     first, _, last = plies.partition("-")
@@ -161,6 +187,58 @@ def _vs_bitbully(python: str, plies: str, per_ply: int, seed: int) -> int:
     for line in disagreements:
         print(f"plybot bench: disagreement: {line}", file=sys.stderr)
     return 1 if disagreements else 0
+
+
+def _side_by_side(
+    names: list[str],
+    limit: int | None,
+    table_mb: int,
+    peer: str,
+    peer_args: list[str],
+    times_path: str | None,
+) -> int:
+    """Each set by plybot and by the peer in turn; the side-by-side table. 1 on any mismatch."""
+    from engine.bench.peer import PeerError, format_pairs, run_pair, running
+    from engine.bench.solving import DEFAULT_LIMITS
+    from engine.solver import Solver
+
+    reports = []
+    failed = 0
+    with contextlib.ExitStack() as stack:
+        times = None
+        if times_path is not None:
+            times = stack.enter_context(open(times_path, "w", encoding="utf-8"))
+        for name in names:
+            solver = Solver(table_bytes=table_mb << 20)  # a fresh table per set, as the peer's
+            try:
+                with running([peer, *peer_args]) as other:
+                    report = run_pair(
+                        solver,
+                        other,
+                        name,
+                        limit if limit is not None else DEFAULT_LIMITS.get(name),
+                        on_progress=ProgressBar(),
+                        times=times,
+                    )
+            except PeerError as exc:
+                return fail("plybot bench", str(exc))
+            reports.append(report)
+            for who, side in (("plybot", report.ours), ("the peer", report.theirs)):
+                for m in side.mismatches:
+                    failed += 1
+                    got = m.error or f"solved {m.got}"
+                    print(
+                        f"plybot bench: {name} line {m.line}: '{m.moves}': {who} {got}, "
+                        f"expected {m.expected}",
+                        file=sys.stderr,
+                    )
+    clock = "CPU time" if all(r.cpu for r in reports) else "wall time (the peer's CPU time unread)"
+    print(
+        f"strong solve, side by side with {peer}; each position by both in turn, each keeping "
+        f"its table (plybot's {table_mb} MB) across a set; {clock} per position"
+    )
+    print(format_pairs(reports))
+    return 1 if failed else 0
 
 
 def _games(games: int, opponent: str, move_ms: int, start_ply: int) -> int:

@@ -11,7 +11,7 @@ report can follow along.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -142,7 +142,7 @@ def format_table(reports: list[SetReport]) -> str:
         "C++ mean",
         "ratio",
     )
-    rows = [header]
+    rows: list[Sequence[str]] = [header]
     for r in reports:
         rows.append(
             (
@@ -157,7 +157,13 @@ def format_table(reports: list[SetReport]) -> str:
                 f"{r.ratio:.2f}x",
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return format_rows(rows)
+
+
+def format_rows(rows: Sequence[Sequence[str]]) -> str:
+    """A plain-text table of ``rows`` (the first is the header, underlined): the first column
+    left-aligned, the others right-aligned."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = []
     for n, row in enumerate(rows):
         cells = [row[0].ljust(widths[0])] + [

@@ -2,7 +2,7 @@
 
     plybot bench --vs-bitbully PYTHON [--per-ply N] [--plies A-B] [--seed S]
 
-PYTHON is the interpreter of a virtualenv that has bitbully (``make peers``
+PYTHON is the interpreter of a virtualenv that has bitbully (``make tools``
 makes ``.tools/bitbully``). bitbully is AGPL: it runs in its own process, from
 its own virtualenv, through a driver script (:data:`DRIVER`, handed to that
 interpreter as ``-c``); this package never imports it.

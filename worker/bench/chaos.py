@@ -92,7 +92,10 @@ class PhaseResult:
 class _Service:
     """``plybot up`` on a Redis of our own, seen over HTTP and in Redis."""
 
-    def __init__(self, workers: int, outdir: Path, show_log: bool) -> None:
+    def __init__(
+        self, workers: int, outdir: Path, show_log: bool, env: dict[str, str] | None = None
+    ) -> None:
+        """``env``: settings of the service beside (or over) the chaos phases' own."""
         self.workers = workers
         self.redis_server = RedisServer(
             data_dir=outdir / "redis", persistent=True, maxmemory="256mb"
@@ -111,6 +114,7 @@ class _Service:
             "PLYBOT_API_RATE_LIMIT_READS": "1000000",
             # One key for the phases' own requests, one per client of the load phase.
             "PLYBOT_API_KEYS": ",".join([CHAOS_KEY, *(lane_key(i) for i in range(MAX_LANES))]),
+            **(env or {}),
         }
         self.log_path = outdir / "up.log"
         log = None if show_log else self.log_path.open("wb")

@@ -34,6 +34,7 @@ import os
 import re
 import signal
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
@@ -112,6 +113,9 @@ class _Service:
             "PYTHONUNBUFFERED": "1",
             "PLYBOT_API_RATE_LIMIT": "100000",
             "PLYBOT_API_RATE_LIMIT_READS": "1000000",
+            # Each lane of the load phase holds at most one stream or long poll at a time: the
+            # phase measures answers, not the shedding past the default cap (256, then 503).
+            "PLYBOT_API_MAX_WAITS": str(MAX_LANES + 16),
             # One key for the phases' own requests, one per client of the load phase.
             "PLYBOT_API_KEYS": ",".join([CHAOS_KEY, *(lane_key(i) for i in range(MAX_LANES))]),
             **(env or {}),
@@ -361,15 +365,24 @@ async def mixed_load(
 ) -> Counter[int]:
     """``lanes`` clients at once, each ``rounds`` times: POST a small analysis, then follow
     it by its event stream (a third of the lanes), a long poll, or a new game and a move
-    awaiting the bot. Connections are kept alive and reused, as clients do. Every HTTP
-    status counted (``0``: no answer at all, its exception's name and message counted in
-    ``errors``). ``headers(i)``: lane ``i``'s headers."""
-    statuses: Counter[int] = Counter()
-    limits = httpx.Limits(max_connections=lanes * 2, max_keepalive_connections=lanes * 2)
-    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as http:
+    awaiting the bot. Each lane is a client of its own, as the clients it stands for are,
+    with one connection kept alive and reused. Every HTTP status counted (``0``: no answer
+    at all, its exception's name and message counted in ``errors``). ``headers(i)``: lane
+    ``i``'s headers.
 
-        async def lane(i: int) -> None:
-            head = headers(i) if headers else {}
+    Not one pool shared by the lanes: httpcore's pool does its housekeeping over all its
+    connections at every request and response (quadratic in them), and at 400 lanes (800
+    connections) that was most of this process's CPU; its event loop fell up to 17 s
+    behind, and wrote requests into connections the API had already closed (idle past its
+    keep-alive, or silent 10 s since connecting): the API's kernel answered them with a
+    reset. A lane's own pool holds one connection."""
+    statuses: Counter[int] = Counter()
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    tls = ssl.create_default_context()  # one, not one a client (plain HTTP never uses it)
+
+    async def lane(i: int) -> None:
+        head = headers(i) if headers else {}
+        async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits, verify=tls) as http:
             for n in range(rounds):
                 body = {"game": "tictactoe", "position": "1234567"[(i + n) % 7], "mode": "depth",
                         "depth": 1 + (i + n) % 8}  # fmt: skip
@@ -380,7 +393,7 @@ async def mixed_load(
                     if errors is not None:
                         errors[_what_failed(exc)] += 1
 
-        await asyncio.gather(*(lane(i) for i in range(lanes)))
+    await asyncio.gather(*(lane(i) for i in range(lanes)))
     return statuses
 
 

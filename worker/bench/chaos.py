@@ -63,6 +63,7 @@ __all__ = [
     "mixed_load",
     "open_slow_clients",
     "run_chaos",
+    "wait_cut_off",
 ]
 
 #: The API key of the phases' own requests; the load phase's clients use :func:`lane_key`.
@@ -458,6 +459,23 @@ def open_slow_clients(port: int, count: int) -> list[socket.socket]:
     return slow
 
 
+def wait_cut_off(sockets: list[socket.socket]) -> int:
+    """Wait for the server to close each of ``sockets`` (up to 120 s each), closing it then;
+    how many the server closed."""
+    cut = 0
+    for sock in sockets:
+        sock.settimeout(120)
+        try:
+            while sock.recv(4096):
+                pass
+            cut += 1
+        except OSError:
+            pass
+        finally:
+            sock.close()
+    return cut
+
+
 def board_sizes() -> list[str]:
     """Every Connect Four board the engine accepts (170), small boards first."""
     from engine.connect4 import Connect4
@@ -505,15 +523,7 @@ def _phase_slow_clients(service: _Service, count: int) -> PhaseResult:
     try:
         during = _median_status_ms(service)
         result.submitted = result.done = result.right = 40
-        cut = 0
-        for sock in slow:  # the server closes each (after its header or body timeout)
-            sock.settimeout(120)
-            try:
-                while sock.recv(4096):
-                    pass
-                cut += 1
-            except OSError:
-                pass
+        cut = wait_cut_off(slow)  # the server closes each (after its header or body timeout)
     finally:
         for sock in slow:
             sock.close()

@@ -48,7 +48,6 @@ import hmac
 import json
 import os
 import signal
-import socket
 import tempfile
 import threading
 import time
@@ -62,7 +61,14 @@ import httpx
 import redis
 
 from engine.bench.slow import SLOW
-from worker.bench.chaos import CHAOS_KEY, Positions, _Service, lane_key, open_slow_clients
+from worker.bench.chaos import (
+    CHAOS_KEY,
+    Positions,
+    _Service,
+    lane_key,
+    open_slow_clients,
+    wait_cut_off,
+)
 from worker.bench.loadtest import load_positions
 
 __all__ = ["SoakRun", "Window", "format_soak", "retention_s", "run_soak", "verdict", "window_s"]
@@ -528,7 +534,7 @@ class _Soak:
         while self.running():
             opened = await asyncio.to_thread(open_slow_clients, self.service.port, SLOW_CLIENTS)
             self.run.slow_opened += len(opened)
-            self.run.slow_cut += await asyncio.to_thread(_wait_cut_off, opened)
+            self.run.slow_cut += await asyncio.to_thread(wait_cut_off, opened)
             await asyncio.sleep(self.window)
 
     async def killer(self) -> None:
@@ -611,22 +617,6 @@ class _Soak:
                 *(self.analysis_lane(http, i) for i in range(ANALYSIS_LANES)),
                 *(self.game_lane(http, i) for i in range(GAME_LANES)),
             )
-
-
-def _wait_cut_off(sockets: list[socket.socket]) -> int:
-    """Wait for the server to close each of ``sockets`` (up to 120 s each); how many it did."""
-    cut = 0
-    for sock in sockets:
-        sock.settimeout(120)
-        try:
-            while sock.recv(4096):
-                pass
-            cut += 1
-        except OSError:
-            pass
-        finally:
-            sock.close()
-    return cut
 
 
 def _leftovers(conn: redis.Redis) -> dict[str, int]:

@@ -74,8 +74,8 @@ def test_the_verdict_passes_a_flat_run_and_names_each_growth(brief: SoakRun) -> 
 
     grown = _flat(brief)
     _, last = reference_and_last(grown)
-    last[-1].rss["worker1"] = int(last[-1].rss["worker1"] * (1 + 2 * GROWTH))
-    assert [f.split(":")[0] + ": " + f.split()[1] for f in verdict(grown)] == ["growth: worker1"]
+    last[-1].rss["api"] = int(last[-1].rss["api"] * (1 + 2 * GROWTH))
+    assert [f.split(":")[0] + ": " + f.split()[1] for f in verdict(grown)] == ["growth: api"]
 
     keys = _flat(brief)
     _, last = reference_and_last(keys)

@@ -18,7 +18,16 @@ from worker.bench.soak import (
     verdict,
 )
 
-pytestmark = [pytest.mark.service, pytest.mark.redis, pytest.mark.benchmarks, pytest.mark.slow]
+pytestmark = [
+    pytest.mark.service,
+    pytest.mark.redis,
+    pytest.mark.benchmarks,
+    pytest.mark.slow,
+    # Not a bound on speed: the soak's own waits are bounded (a job 600 s, a webhook 300 s)
+    # and it reports what did not end as lost; on a loaded machine, with a worker killed
+    # every 5 s, draining can outlast the suite's 300 s default.
+    pytest.mark.timeout(1800),
+]
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """`plybot chaos --soak`: a brief soak against a real `plybot up`, and its verdict on what it
 sampled. Nothing here asserts how fast anything was: a brief run is all warm-up, so its own
 growth and latency verdicts are not asserted; the verdict's logic is, on the run's real
-samples made flat, then grown."""
+samples made flat, then grown, and on its real losses if any."""
 
 from __future__ import annotations
 
@@ -37,8 +37,10 @@ def brief(benchmarks_dir: object) -> SoakRun:  # noqa: ARG001 (requested for its
 
 def _flat(run: SoakRun) -> SoakRun:
     """``run`` with every window of its last third sampled as its reference window's last
-    (memory, keys, latencies): a run that did not grow or drift."""
+    (memory, keys, latencies) and no loss counted: a run that lost nothing, did not grow
+    and did not drift."""
     flat = copy.deepcopy(run)
+    flat.counts.clear()  # and nothing lost
     reference, last = reference_and_last(flat)
     for window in last:
         window.rss = dict(reference[-1].rss)
@@ -49,12 +51,20 @@ def _flat(run: SoakRun) -> SoakRun:
     return flat
 
 
-def test_a_brief_soak_samples_every_process_and_loses_nothing(brief: SoakRun) -> None:
-    assert brief.lost() == 0, format_soak(brief)
+def test_a_brief_soak_samples_every_process_and_names_every_loss(brief: SoakRun) -> None:
+    """Whether the service lost anything is the soak's verdict, not this test's: a cancel
+    that races its job's start can leave the job `running` for good (issue 22's soak found
+    it; see the report), and the verdict must say so, line for line."""
     counts = brief.counts
+    named = [f for f in verdict(brief) if f.startswith("loss: ")]
+    assert len(named) == sum(
+        1 for c in counts.values() for what in ("lost", "wrong", "unanswered", "5xx") if c[what]
+    ), format_soak(brief)
     assert counts["analyses"]["submitted"] > 0
+    assert counts["analyses"]["wrong"] == 0, format_soak(brief)  # every answer right
     done = counts["analyses"]["done"]
-    assert counts["analyses"]["right"] == done == counts["analyses"]["submitted"]
+    assert counts["analyses"]["right"] == done
+    assert done + counts["analyses"]["lost"] == counts["analyses"]["submitted"]
     assert counts["moves"]["done"] > 0
     assert counts["cancels"]["submitted"] > 0
     assert counts["webhooks"]["delivered"] > 0
@@ -90,6 +100,7 @@ def test_the_verdict_passes_a_flat_run_and_names_each_growth(brief: SoakRun) -> 
     _, last = reference_and_last(keys)
     last[-1].keys["plybot:job"] = last[-1].keys.get("plybot:job", 0) + 10_000
     assert [f.split(":")[0] for f in verdict(keys)] == ["keys"]
+    assert "(plybot:job +10000" in verdict(keys)[0]
 
     drift = _flat(brief)
     _, last = reference_and_last(drift)

@@ -47,6 +47,7 @@ import hashlib
 import hmac
 import json
 import os
+import shutil
 import signal
 import tempfile
 import threading
@@ -187,7 +188,12 @@ def verdict(run: SoakRun) -> list[str]:
     before = max(w.key_total for w in reference)
     after = max(w.key_total for w in last)
     if after > max(before * (1 + GROWTH), before + KEYS_SLACK):
-        failures.append(f"keys: {after} in the last third, {before} in the reference window")
+        grew = Counter(last[-1].keys)
+        grew.subtract(reference[-1].keys)
+        most = ", ".join(f"{prefix} +{n}" for prefix, n in grew.most_common(3) if n > 0)
+        failures.append(
+            f"keys: {after} in the last third, {before} in the reference window ({most})"
+        )
     for kind in ("moves", "analyses"):
         before_s = p99([x for w in reference for x in getattr(w, kind)])
         after_s = p99([x for w in last for x in getattr(w, kind)])
@@ -636,7 +642,8 @@ def _leftovers(conn: redis.Redis) -> dict[str, int]:
 
 def run_soak(minutes: float, workers: int = 2, log: bool = False) -> SoakRun:
     """Run the soak (module docstring) for ``minutes`` against a fresh ``plybot up`` with
-    ``workers`` workers, then let every accepted job finish and every webhook arrive."""
+    ``workers`` workers, then let every accepted job finish and every webhook arrive. On a
+    failing verdict the service's log is kept (its path in the notes)."""
     run = SoakRun(minutes)
     middle, early = load_positions("Test_L2_R2", 1000), load_positions("Test_L1_R2", 1000)
     positions = [pair for pairs in zip(middle, early, strict=True) for pair in pairs]
@@ -667,6 +674,10 @@ def run_soak(minutes: float, workers: int = 2, log: bool = False) -> SoakRun:
             if soak is not None:
                 soak.receiver.close()
             service.close()
+            if verdict(run) and service.log_path.is_file():
+                kept = Path(tempfile.gettempdir()) / f"plybot-soak-{os.getpid()}-up.log"
+                shutil.copyfile(service.log_path, kept)
+                run.notes.append(f"the service's log: {kept}")
     return run
 
 

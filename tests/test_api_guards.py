@@ -318,6 +318,33 @@ def test_concurrency_200_over_streams_long_polls_and_posts_gives_no_5xx(redis_ur
     assert set(statuses) <= {200, 201, 202}, statuses
 
 
+def test_each_load_lane_keeps_one_connection_of_its_own(
+    api_service: ApiServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chaos load's lanes never share a connection pool (issue 22's resets): one pool of
+    2 x 400 connections cost the client most of its CPU in httpcore's housekeeping (over
+    every connection of the pool at every request and response), its event loop fell up to
+    17 s behind, and it wrote requests into connections the API had closed meanwhile (idle
+    past the keep-alive, or silent 10 s since connecting), which the API's kernel reset.
+    Checked by state: the most connections any pool held while the lanes ran."""
+    from httpcore._async.connection_pool import AsyncConnectionPool
+    from httpcore._async.interfaces import AsyncConnectionInterface
+
+    held: dict[int, int] = {}  # pool -> the most connections it held
+    housekeeping = AsyncConnectionPool._assign_requests_to_connections
+
+    def counted(pool: AsyncConnectionPool) -> list[AsyncConnectionInterface]:
+        closing = housekeeping(pool)
+        held[id(pool)] = max(held.get(id(pool), 0), len(pool._connections))
+        return closing
+
+    monkeypatch.setattr(AsyncConnectionPool, "_assign_requests_to_connections", counted)
+    statuses = asyncio.run(mixed_load(api_service.url, lanes=6, rounds=2))
+    assert set(statuses) <= {200, 201, 202}, statuses
+    assert len(held) == 6  # a pool a lane
+    assert set(held.values()) == {1}, held  # each with its one connection, kept alive
+
+
 # -- slow clients -----------------------------------------------------------------------
 
 

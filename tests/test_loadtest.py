@@ -54,6 +54,7 @@ def test_loadtest_rejects_bad_options_in_one_line() -> None:
     [
         (["--phases", "load,nope"], "--phases nope: unknown (phases: redis-killed"),
         (["--lanes", "5000"], "--lanes 5000: between 0 and 1000"),
+        (["--soak", "0"], "--soak 0: between 0 and 1440 minutes"),
     ],
 )
 def test_chaos_rejects_bad_options_naming_them(args: list[str], says: str) -> None:

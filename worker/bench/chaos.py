@@ -34,6 +34,7 @@ import os
 import re
 import signal
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
@@ -63,6 +64,7 @@ __all__ = [
     "mixed_load",
     "open_slow_clients",
     "run_chaos",
+    "wait_cut_off",
 ]
 
 #: The API key of the phases' own requests; the load phase's clients use :func:`lane_key`.
@@ -93,7 +95,10 @@ class PhaseResult:
 class _Service:
     """``plybot up`` on a Redis of our own, seen over HTTP and in Redis."""
 
-    def __init__(self, workers: int, outdir: Path, show_log: bool) -> None:
+    def __init__(
+        self, workers: int, outdir: Path, show_log: bool, env: dict[str, str] | None = None
+    ) -> None:
+        """``env``: settings of the service beside (or over) the chaos phases' own."""
         self.workers = workers
         self.redis_server = RedisServer(
             data_dir=outdir / "redis", persistent=True, maxmemory="256mb"
@@ -110,8 +115,12 @@ class _Service:
             "PYTHONUNBUFFERED": "1",
             "PLYBOT_API_RATE_LIMIT": "100000",
             "PLYBOT_API_RATE_LIMIT_READS": "1000000",
+            # Each lane of the load phase holds at most one stream or long poll at a time: the
+            # phase measures answers, not the shedding past the default cap (256, then 503).
+            "PLYBOT_API_MAX_WAITS": str(MAX_LANES + 16),
             # One key for the phases' own requests, one per client of the load phase.
             "PLYBOT_API_KEYS": ",".join([CHAOS_KEY, *(lane_key(i) for i in range(MAX_LANES))]),
+            **(env or {}),
         }
         self.log_path = outdir / "up.log"
         log = None if show_log else self.log_path.open("wb")
@@ -358,15 +367,24 @@ async def mixed_load(
 ) -> Counter[int]:
     """``lanes`` clients at once, each ``rounds`` times: POST a small analysis, then follow
     it by its event stream (a third of the lanes), a long poll, or a new game and a move
-    awaiting the bot. Connections are kept alive and reused, as clients do. Every HTTP
-    status counted (``0``: no answer at all, its exception's name and message counted in
-    ``errors``). ``headers(i)``: lane ``i``'s headers."""
-    statuses: Counter[int] = Counter()
-    limits = httpx.Limits(max_connections=lanes * 2, max_keepalive_connections=lanes * 2)
-    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as http:
+    awaiting the bot. Each lane is a client of its own, as the clients it stands for are,
+    with one connection kept alive and reused. Every HTTP status counted (``0``: no answer
+    at all, its exception's name and message counted in ``errors``). ``headers(i)``: lane
+    ``i``'s headers.
 
-        async def lane(i: int) -> None:
-            head = headers(i) if headers else {}
+    Not one pool shared by the lanes: httpcore's pool does its housekeeping over all its
+    connections at every request and response (quadratic in them), and at 400 lanes (800
+    connections) that was most of this process's CPU; its event loop fell up to 17 s
+    behind, and wrote requests into connections the API had already closed (idle past its
+    keep-alive, or silent 10 s since connecting): the API's kernel answered them with a
+    reset. A lane's own pool holds one connection."""
+    statuses: Counter[int] = Counter()
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    tls = ssl.create_default_context()  # one, not one a client (plain HTTP never uses it)
+
+    async def lane(i: int) -> None:
+        head = headers(i) if headers else {}
+        async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits, verify=tls) as http:
             for n in range(rounds):
                 body = {"game": "tictactoe", "position": "1234567"[(i + n) % 7], "mode": "depth",
                         "depth": 1 + (i + n) % 8}  # fmt: skip
@@ -377,7 +395,7 @@ async def mixed_load(
                     if errors is not None:
                         errors[_what_failed(exc)] += 1
 
-        await asyncio.gather(*(lane(i) for i in range(lanes)))
+    await asyncio.gather(*(lane(i) for i in range(lanes)))
     return statuses
 
 
@@ -442,6 +460,23 @@ def open_slow_clients(port: int, count: int) -> list[socket.socket]:
     return slow
 
 
+def wait_cut_off(sockets: list[socket.socket]) -> int:
+    """Wait for the server to close each of ``sockets`` (up to 120 s each), closing it then;
+    how many the server closed."""
+    cut = 0
+    for sock in sockets:
+        sock.settimeout(120)
+        try:
+            while sock.recv(4096):
+                pass
+            cut += 1
+        except OSError:
+            pass
+        finally:
+            sock.close()
+    return cut
+
+
 def board_sizes() -> list[str]:
     """Every Connect Four board the engine accepts (170), small boards first."""
     from engine.connect4 import Connect4
@@ -489,15 +524,7 @@ def _phase_slow_clients(service: _Service, count: int) -> PhaseResult:
     try:
         during = _median_status_ms(service)
         result.submitted = result.done = result.right = 40
-        cut = 0
-        for sock in slow:  # the server closes each (after its header or body timeout)
-            sock.settimeout(120)
-            try:
-                while sock.recv(4096):
-                    pass
-                cut += 1
-            except OSError:
-                pass
+        cut = wait_cut_off(slow)  # the server closes each (after its header or body timeout)
     finally:
         for sock in slow:
             sock.close()

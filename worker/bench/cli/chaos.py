@@ -2,6 +2,7 @@
 
 usage: plybot chaos [--workers N] [--outage-s S] [--full-s S] [--moves M]
                     [--lanes L] [--slow C] [--sizes B] [--phases P,...] [--log]
+       plybot chaos --soak MINUTES [--workers N] [--log]
 
 Starts its own Redis (append-only file on) and ``plybot up`` on free ports
 (REDIS_URL is not used), then: Redis SIGKILLed for ``--outage-s`` seconds while
@@ -13,6 +14,12 @@ each of ``--sizes`` board sizes (worker memory against its budget). Prints one
 line per fault: jobs (or requests) submitted, done, right (the benchmark file's
 score), lost (or 5xx), and the phase's figure. Exit code 1 if a job was lost or
 wrong, or a request got a 5xx.
+
+``--soak MINUTES`` runs the long mixed load instead (worker.bench.soak: analyses,
+bot moves, cancels, event streams, webhooks, slow clients and a worker SIGKILLed
+now and then, for MINUTES, fractions allowed) and prints every process's memory,
+Redis' memory and keys, and latency percentiles per window. Exit code 1 on loss,
+on growth or Redis keys not flat over the last third, or on p99 drift.
 """
 
 from __future__ import annotations
@@ -35,7 +42,18 @@ def main(argv: list[str]) -> int:
         "--phases", default="", help="comma-separated phases to run (default: all, in order)"
     )
     parser.add_argument("--log", action="store_true", help="show the service's log")
+    parser.add_argument(
+        "--soak", type=float, metavar="MINUTES", help="the long mixed load, this long, instead"
+    )
     args = parser.parse_args(argv)
+    if args.soak is not None:
+        if not 0 < args.soak <= 24 * 60:
+            parser.error(f"--soak {args.soak:g}: between 0 and 1440 minutes")
+        from worker.bench.soak import format_soak, run_soak, verdict
+
+        run = run_soak(args.soak, args.workers, args.log)
+        print(format_soak(run), flush=True)
+        return 1 if verdict(run) else 0
     from worker.bench.chaos import MAX_LANES, PHASES
 
     if not 0 <= args.lanes <= MAX_LANES:

@@ -9,10 +9,15 @@ import time
 
 import pytest
 from rq import Queue
+from rq.job import Job, JobStatus
+from rq.serializers import JSONSerializer
 
 from worker.core.client import JobClient, JobFailed
 from worker.core.contract import AnalysisRequest, MoveRequest
+from worker.core.jobstore import JobStore
 from worker.core.kinds import KINDS
+from worker.core.settings import get_settings
+from worker.process.runner import PlybotWorker
 
 pytestmark = [pytest.mark.redis, pytest.mark.service]
 
@@ -186,6 +191,35 @@ def test_a_job_taken_by_a_worker_that_died_at_once_is_not_lost(
             assert (await client.status(job_id)).attempts == 1
 
     run(go())
+
+
+def test_a_cancel_between_a_workers_pop_and_its_start_ends_the_job_canceled(
+    clean_redis, redis_url, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    # The worker took the job from its queue; the cancel came before RQ started it, and RQ's
+    # start wrote "started" over it (the soak's lost cancel: the job stayed running for ever).
+    # The worker, in this process, is driven through RQ's own steps with the cancel between.
+    monkeypatch.setenv("REDIS_URL", redis_url)
+    get_settings.cache_clear()
+    store = JobStore(clean_redis)
+    job_id = store.submit(AnalysisRequest(game="tictactoe", position="19")).id
+    worker = PlybotWorker(
+        [KINDS["analysis"].queue], connection=clean_redis, serializer=JSONSerializer
+    )
+    taken = worker.dequeue_job_and_maintain_ttl(timeout=5)
+    assert taken is not None
+    job, queue = taken
+    assert job.id == job_id
+    assert store.cancel(job_id, "canceled by the requester") == "canceled"
+    worker.execute_job(job, queue)  # RQ starts it (over the cancel) and runs it
+    assert Job.fetch(job_id, connection=clean_redis, serializer=JSONSerializer).get_status() == (
+        JobStatus.CANCELED
+    )
+    state = store.state(job_id, with_progress=False)
+    assert state is not None
+    assert state.status == "failed"
+    assert state.error == "canceled by the requester"
+    get_settings.cache_clear()
 
 
 def test_workers_carry_on_after_redis_restarts(redis_server, redis_url, worker_pool) -> None:  # type: ignore[no-untyped-def]

@@ -20,6 +20,7 @@ Nothing here writes RQ's keys: RQ's API does. This module is synchronous (redis-
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -375,6 +376,23 @@ class JobStore:
             return True
         job = Job(job_id, connection=self.redis, serializer=JSONSerializer)
         return job.get_status(refresh=True) == JobStatus.CANCELED
+
+    def settle_canceled(self, job_id: str) -> None:
+        """Make RQ's record of a canceled job say so again, and tell its waiters.
+
+        A cancel that comes after a worker popped the job but before RQ started it is
+        written over by the start (RQ marks it started): the run then stops at the cancel,
+        and its worker calls this so that the job ends canceled, not running for ever.
+        """
+        job = fetch(self.redis, job_id)
+        if job is None:
+            return
+        if job.get_status(refresh=False) != JobStatus.CANCELED:
+            with contextlib.suppress(InvalidJobOperation):  # canceled meanwhile: as wanted
+                job.cancel()
+        state = self.state(job_id, with_progress=False)
+        if state is not None:
+            self.announce(state)
 
     def lost(self, job_id: str) -> str | None:
         """If RQ says the job waits in its queue but it is not there (taken by a worker that

@@ -309,7 +309,11 @@ class PlybotWorker(SimpleWorker):
         since can have been taken by nobody).
         """
         if self.store.canceled(job.id):
-            return self._let_go(job, execution, "it was canceled as it ended: it stays canceled")
+            self._let_go(job, execution, "it was canceled as it ended: it stays canceled")
+            # RQ's start may have been written over the cancel (it came between the pop and
+            # the start): the job must end canceled, not stay running.
+            self.store.settle_canceled(job.id)
+            return True
         if time.monotonic() - self._renewed_at < self.settings.worker_lease_s:
             return False
         current = self.store.job(job.id)

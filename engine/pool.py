@@ -28,6 +28,10 @@ if TYPE_CHECKING:
 DEFAULT_TABLE_BYTES = 64 << 20
 #: The smallest table a solver gets, however tight the budget.
 MIN_TABLE_BYTES = 1 << 16
+#: The largest table of a board other than 7x6 (which has the book, the database and the
+#: configured table): a worker asked about many sizes grows by at most this (and the near-end
+#: region's 1 MB) for each, however long it serves them.
+OTHER_BOARD_TABLE_BYTES = 4 << 20
 
 
 class SolverPool:
@@ -49,7 +53,8 @@ class SolverPool:
         self.budget_bytes = budget_bytes
 
     def table_bytes_for(self, width: int, height: int) -> int:
-        """The table a board size gets: the configured size, less for a small board.
+        """The table a board size gets: the configured size for 7x6, at most
+        :data:`OTHER_BOARD_TABLE_BYTES` for another, less for a small board.
 
         A board of ``c`` cells has fewer than ``2**c`` positions worth keeping apart;
         16 bytes per 2-slot bucket make ``2**(c + 4)`` bytes plenty. Never more than
@@ -58,6 +63,8 @@ class SolverPool:
         from engine.solver._core import NEAR_END_BYTES
 
         wanted = min(self.table_bytes_each, 1 << (width * height + 4))
+        if (width, height) != (7, 6):
+            wanted = min(wanted, OTHER_BOARD_TABLE_BYTES)
         if self.budget_bytes is not None:
             wanted = min(wanted, self.budget_bytes - NEAR_END_BYTES)
         return max(MIN_TABLE_BYTES, wanted)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from engine.cache import MemoryCache
-from engine.pool import MIN_TABLE_BYTES, SolverPool
+from engine.pool import MIN_TABLE_BYTES, OTHER_BOARD_TABLE_BYTES, SolverPool
 from engine.solver._core import NEAR_END_BYTES
 
 
@@ -11,6 +11,8 @@ def test_a_small_board_gets_a_small_table_and_the_budget_caps_all() -> None:
     pool = SolverPool(table_bytes=64 << 20)
     assert pool.table_bytes_for(7, 6) == 64 << 20
     assert pool.table_bytes_for(4, 4) == 1 << (16 + 4)
+    assert pool.table_bytes_for(6, 5) == OTHER_BOARD_TABLE_BYTES  # not 7x6: a small table
+    assert pool.table_bytes_for(8, 7) == OTHER_BOARD_TABLE_BYTES
     pool.configure(table_bytes=64 << 20, budget_bytes=8 << 20)
     assert pool.table_bytes_for(7, 6) == (8 << 20) - NEAR_END_BYTES
     pool.configure(table_bytes=1, budget_bytes=None)

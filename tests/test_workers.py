@@ -12,6 +12,8 @@ from rq import Queue
 from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 
+from tests.fixtures.waiting import wait_for
+from worker.core import keys
 from worker.core.client import JobClient, JobFailed
 from worker.core.contract import AnalysisRequest, MoveRequest
 from worker.core.jobstore import JobStore
@@ -171,6 +173,28 @@ def test_a_second_death_fails_the_job_with_a_clear_error(redis_url, worker_pool)
             assert "worker running this job died" in error
             assert "2 times" in error
             assert second.worker in error
+
+    run(go())
+
+
+def test_an_ended_jobs_records_are_kept_as_long_as_its_result(
+    clean_redis, redis_url, worker_pool
+) -> None:  # type: ignore[no-untyped-def]
+    # While it may still run, plybot's record of a job outlives its runs; once it ended, it
+    # goes with RQ's result (result_ttl_s), so a steady load's keys level off.
+    async def go() -> None:
+        async with JobClient(redis_url) as client:
+            worker_pool(1)
+            request = AnalysisRequest(game="connect4", position="4453", mode="depth", depth=3)
+            job_id = await client.submit(request)
+            held = clean_redis.ttl(keys.job(job_id))
+            assert held > client.settings.result_ttl_s  # its runs, then its result's retention
+            await client.result(job_id, timeout=60)
+            wait_for(
+                lambda: 0 < clean_redis.ttl(keys.job(job_id)) <= client.settings.result_ttl_s,
+                "the record kept as long as the result",
+            )
+            assert clean_redis.ttl(keys.progress(job_id)) <= client.settings.result_ttl_s
 
     run(go())
 

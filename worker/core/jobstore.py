@@ -465,6 +465,10 @@ class JobStore:
             pipe.expire(keys.done(state.id), DONE_LIST_TTL_S)
             pipe.hset(keys.job(state.id), "ended", 1)
             pipe.expire(keys.job(state.id), DONE_LIST_TTL_S, nx=True)  # a record that had gone
+            # Ended: kept as long as RQ keeps its result (no longer than the hold set for its
+            # runs), so a steady load's keys level off within result_ttl_s.
+            pipe.expire(keys.job(state.id), self.settings.result_ttl_s, lt=True)
+            pipe.expire(keys.progress(state.id), self.settings.result_ttl_s, lt=True)
             pipe.hincrby(keys.STATS, state.status, 1)
             pipe.execute()
 

@@ -84,11 +84,6 @@ def score_bounds(width: int, height: int, stones: int) -> tuple[int, int]:
     return -(max_stones - (stones + 1) // 2), max_stones - 1 - stones // 2
 
 
-def encode(width: int, lowest: int, score: int, best: int) -> int:
-    """The value byte of ``score`` and canonical column ``best``."""
-    return (score - lowest) * width + best
-
-
 @dataclass(frozen=True)
 class Parts:
     """The part files of one database (one board, one stone count) in ``directory``."""

@@ -31,27 +31,35 @@ def plan_keys(width: int, height: int, stones: int) -> np.ndarray:
     return np.frombuffer(raw, dtype=np.uint64)
 
 
-def solved_reference(width: int, height: int, stones: int) -> dict[int, int]:
-    """Score of every position the database must hold, by key: a fresh solver, one call."""
+def solved(width: int, height: int, stones: int) -> dict[int, tuple[int, int]]:
+    """Score and best move of every position the database must hold, by key: a fresh
+    solver, one call."""
     keys_ = plan_keys(width, height, stones)
     positions = [Connect4.from_key(int(k), width, height) for k in keys_]
     solver = Solver(width, height, table_bytes=16 << 20)
     results = solver.solve_batch([p.notation() for p in positions])
-    return {int(k): r.score for k, r in zip(keys_, results, strict=True) if r.score is not None}
+    out = {}
+    for k, r in zip(keys_, results, strict=True):
+        assert r.score is not None  # a complete solve
+        assert r.best_move is not None
+        out[int(k)] = (r.score, r.best_move)
+    return out
+
+
+def solved_reference(width: int, height: int, stones: int) -> dict[int, int]:
+    """Score of every position the database must hold, by key."""
+    return {key: score for key, (score, _) in solved(width, height, stones).items()}
 
 
 def built_in_process(directory: Path, width: int, height: int, stones: int) -> StoneDatabase:
     """A complete database of a small board, solved here (the reference the build must equal)."""
-    keys_ = plan_keys(width, height, stones)
-    positions = [Connect4.from_key(int(k), width, height) for k in keys_]
-    solver = Solver(width, height, table_bytes=16 << 20)
-    results = solver.solve_batch([p.notation() for p in positions])
+    reference = solved(width, height, stones)
     parts = Parts(directory, width, height, stones)
     slots, values = records_of(
         parts,
-        (int(k) for k in keys_),
-        (r.score if r.score is not None else 0 for r in results),
-        (r.best_move if r.best_move is not None else -1 for r in results),
+        reference,
+        (score for score, _ in reference.values()),
+        (best for _, best in reference.values()),
     )
     parts.write(0, slots, values)
     database = open_database(parts)

@@ -210,7 +210,7 @@ class Solver:
                 if hit is not None:
                     yield hit
                     return
-        hit = cache_io.read(run, analyze, known) if known is not None or self.cache else None
+        hit = cache_io.read(run, analyze, known)  # nothing to read without a cache
         if hit is not None:
             yield hit
             return

@@ -15,17 +15,6 @@ static void binomials(void) {
     }
 }
 
-/* The lexicographic rank of a shape (heights summing to r->stones). */
-static size_t shape_rank(const Ranking *r, const Geometry *g, const int *heights) {
-    size_t lex = 0;
-    int rem = r->stones;
-    for (int c = 0; c < g->width; c++) {
-        lex += r->offset[((size_t)c * (r->stones + 1) + rem) * g->h1 + heights[c]];
-        rem -= heights[c];
-    }
-    return lex;
-}
-
 /* Visit every shape in lexicographic order: fill kind/canonical of each. */
 static void classify(Ranking *r, const Geometry *g, int *heights, int column, int rem,
                      size_t *lex, size_t *canonical) {

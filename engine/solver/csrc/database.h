@@ -89,18 +89,24 @@ static inline uint64_t colouring_rank(const Geometry *g, bitboard key, const int
     return rank;
 }
 
-/* The slot of the position whose key is `key`, which must have r->stones
- * stones; *flipped is 1 if the slot holds its mirror image (flip its columns). */
-static inline size_t ranking_slot(const Ranking *r, const Geometry *g, bitboard key,
-                                  int *flipped) {
-    int heights[MAX_WIDTH];
-    column_heights(g, key, heights);
+/* The lexicographic rank of a shape (heights summing to r->stones) among all shapes. */
+static inline size_t shape_rank(const Ranking *r, const Geometry *g, const int *heights) {
     size_t lex = 0;
     int rem = r->stones;
     for (int c = 0; c < g->width; c++) {
         lex += r->offset[((size_t)c * (r->stones + 1) + rem) * g->h1 + heights[c]];
         rem -= heights[c];
     }
+    return lex;
+}
+
+/* The slot of the position whose key is `key`, which must have r->stones
+ * stones; *flipped is 1 if the slot holds its mirror image (flip its columns). */
+static inline size_t ranking_slot(const Ranking *r, const Geometry *g, bitboard key,
+                                  int *flipped) {
+    int heights[MAX_WIDTH];
+    column_heights(g, key, heights);
+    const size_t lex = shape_rank(r, g, heights);
     const size_t shape = (size_t)r->canonical[lex];
     const int kind = r->kind[lex];
     uint64_t colouring;

@@ -54,6 +54,9 @@ log = logging.getLogger("plybot.book")
 MAX_TRIES = 3
 #: Seconds between two looks at the jobs in flight.
 POLL_S = 0.5
+#: How often the builder writes what it has kept (a database's parts) and then lets the
+#: build's results hash, which holds every chunk's lines until then, drop them.
+FLUSH_S = 30.0
 
 
 class BuildError(Exception):
@@ -105,6 +108,7 @@ class LayerBuild:
     plies: int
     size: int = CHUNK_SIZE
     _lost: LostJobs = field(default_factory=LostJobs)
+    _unflushed: list[str] = field(default_factory=list)  # results-hash fields kept, not flushed
 
     @property
     def variant(self) -> str:
@@ -129,8 +133,12 @@ class LayerBuild:
         raise NotImplementedError
 
     def _keep(self, texts: list[str], index: int) -> int:
-        """Keep solved lines of chunk ``index`` (durably, before returning). New ones."""
+        """Keep solved lines of chunk ``index``; returns how many are new. Durable once
+        :meth:`_flush` has written them (until then the results hash holds them too)."""
         raise NotImplementedError
+
+    def _flush(self) -> None:
+        """Write durably all that :meth:`_keep` holds in memory only."""
 
     def _close(self) -> None:
         """Release what :meth:`_prepare` opened (the loop ended or failed)."""
@@ -149,6 +157,7 @@ class LayerBuild:
         note = ""
         rescan = True  # chunks solved while no builder looked: in the results hash
         left: list[int] = []
+        flushed = time.monotonic()
         try:
             while True:
                 try:
@@ -161,6 +170,9 @@ class LayerBuild:
                     self._submit(store, left, in_flight)
                     lost, new = self._poll(store, in_flight)
                     rescan, done = lost, done + new
+                    if time.monotonic() - flushed >= FLUSH_S:
+                        self._checkpoint()
+                        flushed = time.monotonic()
                     backoff = 0.5
                     note = ""
                 except (redis.ConnectionError, redis.TimeoutError) as exc:
@@ -191,14 +203,24 @@ class LayerBuild:
         if report is not None:
             report(BuildProgress(total, total, done - before, time.monotonic() - start, 0))
 
+    def _checkpoint(self) -> None:
+        """Make what was kept durable, then drop it from the results hash."""
+        self._flush()
+        if self._unflushed:
+            self.connection.hdel(self.results_key, *self._unflushed)
+            self._unflushed.clear()
+
     def _collect_results_hash(self) -> int:
         new = 0
-        for field_name, value in self.connection.hgetall(self.results_key).items():
+        fields = self.connection.hgetall(self.results_key)
+        for field_name, value in fields.items():
             name = field_name.decode() if isinstance(field_name, bytes) else str(field_name)
             index = int(name.split(":")[0])  # "<index>", or "<index>:<job>" for a part
             new += self._keep(json.loads(value), index)
-            # Kept durably: the hash need not hold it any more (it would grow with the layer).
-            self.connection.hdel(self.results_key, field_name)
+        self._flush()
+        if fields:
+            # Kept durably: the hash need not hold them any more (it would grow with the layer).
+            self.connection.hdel(self.results_key, *fields)
         return new
 
     def _submit(self, store: JobStore, left: list[int], in_flight: dict[int, _InFlight]) -> None:
@@ -247,6 +269,8 @@ class LayerBuild:
                 lost = True
             elif state.status == "done" and isinstance(state.result, BookChunkResult):
                 new += self._keep(state.result.lines, index)
+                # The worker's copy in the results hash: under either name it may have.
+                self._unflushed += [str(index), f"{index}:{flight.job_id}"]
             else:
                 why = state.error or "failed"
                 if flight.tries >= MAX_TRIES:
@@ -353,6 +377,7 @@ class DatabaseBuild(LayerBuild):
     _slots: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
     _values: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
     _incomplete: set[int] = field(default_factory=set)
+    _dirty: set[int] = field(default_factory=set)  # parts with lines kept but not written
 
     @property
     def parts(self) -> Parts:
@@ -398,15 +423,24 @@ class DatabaseBuild(LayerBuild):
         )
         new = int((self._values[slots] == UNKNOWN).sum())
         self._values[slots] = values
-        part = index // CHUNKS_PER_PART
-        span = self._span(part * CHUNKS_PER_PART, (part + 1) * CHUNKS_PER_PART)
-        part_slots = self._slots[span]
-        solved = part_slots[self._values[part_slots] != UNKNOWN]
-        self.parts.write(part, solved, self._values[solved])
+        # A part holds up to 1000 chunks: rewriting (and compressing) it for each chunk cost
+        # the builder a tenth of a core, taken from the workers. It is written every FLUSH_S.
+        self._dirty.add(index // CHUNKS_PER_PART)
         span = self._span(index, index + 1)
         if not (self._values[self._slots[span]] == UNKNOWN).any():
             self._incomplete.discard(index)
         return new
+
+    def _flush(self) -> None:
+        for part in sorted(self._dirty):
+            span = self._span(part * CHUNKS_PER_PART, (part + 1) * CHUNKS_PER_PART)
+            part_slots = self._slots[span]
+            solved = part_slots[self._values[part_slots] != UNKNOWN]
+            self.parts.write(part, solved, self._values[solved])
+        self._dirty.clear()
+
+    def _close(self) -> None:
+        self._flush()
 
 
 def merged(new: OpeningBook, old: OpeningBook) -> OpeningBook:

@@ -37,15 +37,21 @@ if TYPE_CHECKING:
     from engine.book import OpeningBook
     from engine.connect4 import Connect4
 
-#: The layer ply of the shipped 7x6 book.
+#: The layer ply of the shipped 7x6 book, and the stones of its shipped database.
 DEFAULT_PLIES = 8
+DATABASE_STONES = 12
 
 
 def parser() -> ArgumentParser:
     p = ArgumentParser(prog="plybot book", description="Build or check the opening book.")
     sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     b = sub.add_parser("build", help="solve the layer with the workers, then write the book")
-    b.add_argument("--plies", type=int, default=DEFAULT_PLIES, help="the layer's ply (default 8)")
+    b.add_argument(
+        "--plies",
+        type=int,
+        default=None,
+        help="the layer's ply (default 8; a database's stones: 12)",
+    )
     b.add_argument("--variant", default="7x6", help="board WIDTHxHEIGHT (default 7x6)")
     b.add_argument("--chunk-size", type=int, default=None, help="positions per job (default 64)")
     b.add_argument("--layer", type=Path, default=None, help="layer file (progress; resumable)")
@@ -71,7 +77,9 @@ def parser() -> ArgumentParser:
         "instead: a sample re-solved, and book entries against it",
     )
     v.add_argument("--variant", default="7x6", help="the database's board (default 7x6)")
-    v.add_argument("--plies", type=int, default=12, help="the database's stones (default 12)")
+    v.add_argument(
+        "--plies", type=int, default=DATABASE_STONES, help="the database's stones (default 12)"
+    )
     a = sub.add_parser("add", help="add a layer file's solved positions to the book")
     a.add_argument("layer", type=Path, help="layer file (as `build` writes it; may be partial)")
     a.add_argument("--book", type=Path, default=None, help="book file (default: the shipped one)")
@@ -97,6 +105,8 @@ def build(args: argparse.Namespace) -> int:
     from worker.process.book_build import BookBuild, BuildError, BuildProgress, DatabaseBuild
 
     prog = "plybot book build"
+    if args.plies is None:
+        args.plies = DATABASE_STONES if args.database else DEFAULT_PLIES
     try:
         width, height = Connect4.parse_variant(args.variant)
     except PlybotError as exc:
@@ -106,7 +116,7 @@ def build(args: argparse.Namespace) -> int:
     size = CHUNK_SIZE if args.chunk_size is None else args.chunk_size
     if size < 1:
         return fail(prog, f"'{size}': --chunk-size must be positive")
-    shipped = (width, height) == (7, 6) and (not args.database or args.plies == 12)
+    shipped = (width, height) == (7, 6) and (not args.database or args.plies == DATABASE_STONES)
     if args.out is None and not shipped:
         return fail(prog, f"'{args.variant}': give --out for a book or database of another board")
     if args.database and args.plies % 2:

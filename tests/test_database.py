@@ -3,7 +3,9 @@ build by real workers through the queue, and its use inside the search, on small
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -283,3 +285,39 @@ def test_a_chunk_taken_by_a_worker_that_died_at_once_is_sent_again(
     assert builder.returncode == 0
     reference = solved_reference(5, 4, 6)
     assert out_text.startswith(f"{len(reference):,} positions with 6 stones, in ")
+
+
+@pytest.mark.redis
+def test_a_builder_stopped_by_sigterm_writes_what_it_kept(
+    clean_redis: redis.Redis,
+    redis_url: str,
+    worker_pool,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
+    # The builder writes the parts every FLUSH_S; what it kept meanwhile is also in the
+    # results hash. A SIGTERM (a supervisor's stop) writes what it holds before it exits.
+    out = tmp_path / "db"
+    command = [PLYBOT, "book", "build", "--database", "--variant", "5x4", "--plies", "8",
+               "--chunk-size", "8", "--out", str(out)]  # fmt: skip
+    env = {**os.environ, "REDIS_URL": redis_url}
+    builder = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    results = keys.book_results("5x4", 8, 8)
+    worker_pool(1, queues="book", env=SMALL_TABLE)
+    # More chunks solved than the builder's window: it has kept some (and sent more).
+    wait_for(lambda: clean_redis.hlen(results) > WINDOW)
+    builder.send_signal(signal.SIGTERM)
+    _, err = builder.communicate(timeout=60)
+    assert builder.returncode == 130, err
+    assert "stopped; run it again to resume" in err
+    assert "Traceback" not in err
+    database = open_database(Parts(out, 5, 4, 8))
+    assert database is not None
+    on_disk = 0
+    for lines in clean_redis.hvals(results):
+        for text in json.loads(lines):
+            moves, score, _ = text.split()
+            found = database.lookup(Connect4.parse(moves, "5x4"))
+            if found is not None:
+                assert found[0] == int(score), text
+                on_disk += 1
+    assert 0 < on_disk <= len(database)  # a checkpoint (every FLUSH_S) may have emptied the hash

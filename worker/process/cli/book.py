@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import signal
 import sys
 import time
 from pathlib import Path
@@ -154,6 +155,10 @@ def build(args: argparse.Namespace) -> int:
         print(("\r" + line + "\033[K") if tty else line, end="" if tty else "\n", file=sys.stderr)
         sys.stderr.flush()
 
+    # A stop by SIGTERM (a supervisor, `kill`) or SIGINT (even where a background start
+    # ignored it) ends the build the same way: what is kept is written, then it exits.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.default_int_handler)
     try:
         if isinstance(run, DatabaseBuild):
             run.solve_layer(report)

@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from worker.bench.startup import format_runs, measure_startup
 from worker.process.redis_server import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.service, pytest.mark.redis]
@@ -145,3 +146,14 @@ def test_up_rides_out_its_redis_being_killed(tmp_path: Path) -> None:
         if up.poll() is None:
             up.kill()
             up.wait()
+
+
+def test_startbench_reads_the_order_of_a_fresh_start() -> None:
+    # plybot startbench's reading of plybot up's log: the job Redis answers, then each
+    # worker serves, then plybot up says it is up; the service is stopped after.
+    run = measure_startup(workers=2)
+    assert len(run.serving_s) == 2
+    assert 0 < run.redis_ready_s <= min(run.serving_s)
+    assert max(run.serving_s) <= run.up_s
+    assert run.after_redis_s == max(run.serving_s) - run.redis_ready_s
+    assert "median" in format_runs([run, run])

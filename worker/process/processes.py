@@ -22,7 +22,11 @@ from worker.core import keys
 from worker.core.connection import close, connect
 from worker.core.settings import Settings
 
-__all__ = ["PLYBOT", "WorkerPool", "die_with_parent", "prefixed", "stop_process"]
+__all__ = ["PLYBOT", "RECYCLE_EXIT", "WorkerPool", "die_with_parent", "prefixed", "stop_process"]
+
+#: The exit status of a worker that left to be replaced (memory past its budget): the
+#: supervisor starts a fresh one at once, with no backoff and no warning.
+RECYCLE_EXIT = 3
 
 #: The ``plybot`` command beside this interpreter (the virtualenv's).
 PLYBOT = os.path.join(os.path.dirname(sys.executable), "plybot")

@@ -82,9 +82,9 @@ from worker.core.records import META_ERROR, kind_of_job, runs, state_of, timesta
 from worker.core.settings import Settings, get_settings
 from worker.process import jobs
 from worker.process.backoff import is_transient, patient
-from worker.process.processes import die_with_parent
+from worker.process.processes import RECYCLE_EXIT, die_with_parent
 
-__all__ = ["RECYCLE_EXIT", "PlybotWorker", "main"]
+__all__ = ["PlybotWorker", "main"]
 
 log = logging.getLogger("plybot.worker")
 
@@ -96,9 +96,6 @@ WATCH_INTERVAL_S = 0.1
 #: The most one job adds to a worker's resident memory beyond its tables' budget (the solver's
 #: core is compiled once for every board size: a new size costs its table and about 1 MB).
 JOB_GROWTH_BYTES = 32 << 20
-#: The exit status of a worker that left to be replaced (memory past its budget): the
-#: supervisor starts a fresh one at once, with no backoff and no warning.
-RECYCLE_EXIT = 3
 
 
 def _rss_bytes() -> int:

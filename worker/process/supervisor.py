@@ -29,14 +29,12 @@ import time
 from types import FrameType
 
 import redis
-from rq import Worker
 
 from worker.core.connection import connect
 from worker.core.redis_memory import check_redis_memory
 from worker.core.settings import Settings
 from worker.process.backoff import Backoff
-from worker.process.processes import die_with_parent
-from worker.process.runner import RECYCLE_EXIT
+from worker.process.processes import RECYCLE_EXIT, die_with_parent
 
 __all__ = ["Supervisor"]
 
@@ -118,23 +116,39 @@ class Supervisor:
         elif self._respawn and time.monotonic() >= self._respawn_at:
             self._respawn -= 1
             self.spawn()
+        if self._unreaped:
+            self._reap()
+
+    def _reap(self) -> None:
+        from rq import Worker  # here: the supervisor starts its workers before importing RQ
+
         for name in list(self._unreaped):  # kept until Redis takes it: an outage only delays it
             worker = Worker.find_by_key(Worker.redis_worker_namespace_prefix + name, self.redis)
             if worker is not None and worker.death_date is None:
                 worker.register_death()
             self._unreaped.discard(name)
 
+    def _check_memory(self) -> bool:
+        """Warn of an unsafe memory policy (allkeys-* may evict jobs, volatile-* results),
+        once Redis answers; False (and nothing said) while it does not yet."""
+        try:
+            self.redis.ping()
+        except (redis.RedisError, OSError):
+            return False
+        verdict = check_redis_memory(self.url, cache_apart=bool(self.settings.cache_url))
+        if verdict.level != "ok":
+            log.warning("%s", verdict.message)
+        return True
+
     def run(self) -> int:
         die_with_parent()  # started by `plybot up` or a test: never outlive it
         signal.signal(signal.SIGTERM, self._signal)
         signal.signal(signal.SIGINT, self._signal)
-        # an allkeys-* policy may evict jobs, a volatile-* one results
-        verdict = check_redis_memory(self.url, cache_apart=bool(self.settings.cache_url))
-        if verdict.level != "ok":
-            log.warning("%s", verdict.message)
+        # The workers first: they start while Redis does (`plybot up`) and wait for it.
         for _ in range(self.count):
             self.spawn()
         failing = False
+        checked = False
         # Until told to stop and every child is gone: never because children died.
         while self.children or not self.stopping:
             try:
@@ -142,6 +156,7 @@ class Supervisor:
                 if failing:
                     log.info("supervisor: Redis is back")
                 failing = False
+                checked = checked or self._check_memory()
             except (redis.RedisError, OSError) as exc:
                 if not failing:
                     log.warning("supervisor: Redis unavailable (%s); retrying", exc)

@@ -99,17 +99,17 @@ def main(argv: list[str]) -> int:
                     file=sys.stderr,
                 )
                 return 2
+            # Each server's port is chosen now, so that the workers and the API start while
+            # Redis does: their Python and imports take a second or two, Redis a few
+            # milliseconds, and they wait for it as for any outage. Workers so serve at most
+            # their warm-up after Redis is ready, not their whole start.
             server = RedisServer(
                 data_dir=settings.redis_data_dir,
                 persistent=True,
                 maxmemory_policy="noeviction",
                 log_name="redis",
             )
-            url = server.start()
-            _say(
-                f"Redis (jobs): {server.binary} on port {server.port}, data in "
-                f"{server.data_dir}, noeviction"
-            )
+            url = server.url
             cache_url = settings.cache_url or ""
             if not cache_url:
                 cache = RedisServer(
@@ -117,11 +117,7 @@ def main(argv: list[str]) -> int:
                     maxmemory_policy="allkeys-lru",
                     log_name="cache",
                 )
-                cache_url = cache.start()
-                _say(
-                    f"Redis (position cache): port {cache.port}, maxmemory "
-                    f"{settings.redis_maxmemory} (allkeys-lru), not persisted"
-                )
+                cache_url = cache.url
         env = {**os.environ, "REDIS_URL": url, "PYTHONUNBUFFERED": "1"}
         if cache_url:
             env["PLYBOT_CACHE_URL"] = cache_url
@@ -135,6 +131,18 @@ def main(argv: list[str]) -> int:
             preexec_fn=die_with_parent,
         )
         prefixed(api, "api")
+        if server is not None:
+            server.start()
+            _say(
+                f"Redis (jobs): {server.binary} on port {server.port}, data in "
+                f"{server.data_dir}, noeviction: ready"
+            )
+        if cache is not None:
+            cache.start()
+            _say(
+                f"Redis (position cache): port {cache.port}, maxmemory "
+                f"{settings.redis_maxmemory} (allkeys-lru), not persisted: ready"
+            )
         pool.wait_ready(timeout=300)
         while not _port_open(args.host, args.port):
             if api.poll() is not None:

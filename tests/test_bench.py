@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import sys
@@ -13,6 +14,7 @@ from engine.bench.cli import main
 from engine.bench.games import play_games
 from engine.bench.sets import SETS, BenchmarkError, find_benchmarks, load_set, set_name
 from engine.bench.solving import format_seconds, run_set
+from engine.bench.stats import quantile
 from engine.solver import Solver
 from tests.fixtures.tools import TOOLS, require_tool
 
@@ -236,3 +238,13 @@ def test_the_side_by_side_with_bitbully_checks_every_column(
 def test_the_side_by_side_refuses_a_bad_ply_range(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--vs-bitbully", sys.executable, "--plies", "9-x"]) == 2
     assert "'9-x': --plies must be A-B" in capsys.readouterr().err
+
+
+def test_the_quantile_is_the_nearest_rank() -> None:
+    hundred = [float(v) for v in range(100, 0, -1)]
+    assert quantile(hundred, 0.99) == 99.0
+    assert quantile(hundred, 0.5) == 50.0
+    assert quantile(hundred, 1.0) == 100.0
+    assert quantile(hundred, 0.0) == 1.0
+    assert quantile([3.0, 1.0, 2.0, 4.0], 0.5) == 2.0
+    assert math.isnan(quantile([], 0.99))

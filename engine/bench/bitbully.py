@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from engine.bench.stats import quantile
 from engine.connect4 import Connect4
 from engine.sampling import uniform_positions
 
@@ -167,21 +168,15 @@ _HEADER = (
 )
 
 
-def percentile(values: list[float], q: float) -> float:
-    """The q-quantile (0..1) of ``values``, nearest rank."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
-
-
 def format_row(row: PlyFigures) -> str:
     def ms(values: list[float]) -> str:
         return " / ".join(
             f"{v / 1000:.3f}"
-            for v in (statistics.median(values), percentile(values, 0.99), max(values))
+            for v in (statistics.median(values), quantile(values, 0.99), max(values))
         )
 
     ratio = statistics.median(row.plybot_us) / max(statistics.median(row.peer_us), 1e-9)
-    move_median, move_p99 = statistics.median(row.move_us), percentile(row.move_us, 0.99)
+    move_median, move_p99 = statistics.median(row.move_us), quantile(row.move_us, 0.99)
     n = len(row.plybot_us)
     cells = [
         str(row.ply),

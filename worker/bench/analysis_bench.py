@@ -27,6 +27,7 @@ from pathlib import Path
 
 import httpx
 
+from engine.bench.stats import quantile
 from engine.sampling import uniform_positions
 
 __all__ = ["PlyFigures", "format_table", "perfect_move_times", "run_bench", "start_service"]
@@ -39,12 +40,6 @@ class PlyFigures:
     ply: int
     seconds: list[float] = field(default_factory=list)
     not_exact: list[str] = field(default_factory=list)
-
-
-def quantile(values: list[float], q: float) -> float:
-    """The ``q`` quantile (nearest rank) of ``values``."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
 
 
 def analyse_over_http(client: httpx.Client, position: str, timeout: float) -> tuple[float, bool]:

@@ -35,6 +35,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine.bench.stats import quantile
 from worker.core import keys
 from worker.core.client import JobClient, JobError
 from worker.core.connection import connect
@@ -99,14 +100,6 @@ class LoadResult:
     def cache_hit_rate(self) -> float | None:
         total = self.cache_hits + self.cache_misses
         return self.cache_hits / total if total else None
-
-
-def _percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
-    return ordered[index]
 
 
 async def _drive(
@@ -257,16 +250,16 @@ def format_table(results: list[LoadResult], description: str) -> str:
         ("requests", [str(r.requests) for r in results]),
         ("concurrency", [str(r.concurrency) for r in results]),
         ("throughput (req/s)", [fmt(r.throughput, 2) for r in results]),
-        ("latency p50 (ms)", [fmt(_percentile(r.latencies_ms, 50)) for r in results]),
-        ("latency p95 (ms)", [fmt(_percentile(r.latencies_ms, 95)) for r in results]),
-        ("latency p99 (ms)", [fmt(_percentile(r.latencies_ms, 99)) for r in results]),
-        ("engine time p50 (ms)", [fmt(_percentile(r.engine_ms, 50)) for r in results]),
+        ("latency p50 (ms)", [fmt(quantile(r.latencies_ms, 0.50)) for r in results]),
+        ("latency p95 (ms)", [fmt(quantile(r.latencies_ms, 0.95)) for r in results]),
+        ("latency p99 (ms)", [fmt(quantile(r.latencies_ms, 0.99)) for r in results]),
+        ("engine time p50 (ms)", [fmt(quantile(r.engine_ms, 0.50)) for r in results]),
         (
             "engine time mean (ms)",
             [fmt(sum(r.engine_ms) / len(r.engine_ms) if r.engine_ms else None) for r in results],
         ),
-        ("queue overhead p50 (ms) *", [fmt(_percentile(r.overhead_ms, 50), 2) for r in results]),
-        ("queue overhead p95 (ms) *", [fmt(_percentile(r.overhead_ms, 95), 2) for r in results]),
+        ("queue overhead p50 (ms) *", [fmt(quantile(r.overhead_ms, 0.50), 2) for r in results]),
+        ("queue overhead p95 (ms) *", [fmt(quantile(r.overhead_ms, 0.95), 2) for r in results]),
         (
             "cache hit rate",
             [fmt(None if r.cache_hit_rate is None else 100 * r.cache_hit_rate) for r in results],

@@ -53,10 +53,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
+    from engine.bench.stats import quantile
     from worker.bench.analysis_bench import (
         format_table,
         perfect_move_times,
-        quantile,
         run_bench,
         start_service,
         wait_ready,

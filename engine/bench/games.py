@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field
 
 from engine.bench.solving import format_seconds
+from engine.bench.stats import quantile
 
 
 @dataclass
@@ -15,7 +16,7 @@ class GamesReport:
     """``perfect`` against ``opponent``: results and the time of each of perfect's moves by ply."""
 
     opponent: str
-    move_s: float
+    move_s: float | None  # None: no deadline (every move exact)
     games: int = 0
     won: int = 0
     drawn: int = 0
@@ -35,10 +36,11 @@ class GamesReport:
 RANDOM = "random"
 
 
-def play_games(games: int, opponent: str, move_s: float, start_ply: int = 0) -> GamesReport:
+def play_games(games: int, opponent: str, move_s: float | None, start_ply: int = 0) -> GamesReport:
     """Play ``perfect`` against ``opponent`` on 7x6, ``games`` games, sides alternating.
 
-    Each of perfect's moves gets ``move_s`` seconds (its deadline); the
+    Each of perfect's moves gets ``move_s`` seconds (its deadline; ``None``: none, so every
+    move is exact, whatever the machine's speed); the
     opponent (a level, or :data:`RANDOM`) is seeded by the game's number, so a
     run is repeatable but for where a deadline falls. With ``start_ply``, game
     ``n`` starts from a position drawn uniformly from all positions of a ply
@@ -62,7 +64,8 @@ def play_games(games: int, opponent: str, move_s: float, start_ply: int = 0) -> 
         while game.outcome() is None:
             if game.side_to_move == perfect:
                 start = time.monotonic()
-                choice = choose_move(game, "perfect", deadline=start + move_s)
+                deadline = None if move_s is None else start + move_s
+                choice = choose_move(game, "perfect", deadline=deadline)
                 report.times.setdefault(game.ply, []).append(time.monotonic() - start)
                 report.not_exact += not choice.exact
                 if promised is None and choice.exact and choice.score is not None:
@@ -87,10 +90,11 @@ def play_games(games: int, opponent: str, move_s: float, start_ply: int = 0) -> 
 def format_games(report: GamesReport) -> str:
     """The result of :func:`play_games`, and perfect's move times (overall and by ply)."""
     times = report.all_times
-    p99 = times[min(len(times) - 1, int(len(times) * 0.99))]
+    p99 = quantile(times, 0.99)
     start = f", from random positions of plies 0-{report.start_ply}" if report.start_ply else ""
+    limit = "no time limit" if report.move_s is None else f"{report.move_s:g} s a move"
     lines = [
-        f"perfect vs {report.opponent}, {report.games} games{start}, {report.move_s:g} s a move: "
+        f"perfect vs {report.opponent}, {report.games} games{start}, {limit}: "
         f"won {report.won}, drawn {report.drawn}, lost {report.lost}; "
         f"worse than its first exact score said: {report.worse_than_start}",
         f"perfect's moves: {len(times)}, not exact {report.not_exact}; "

@@ -63,6 +63,12 @@ _ENDED_FOR_REQUESTER = {"done", "failed"}
 #: How long a finished job's final event stays on its done list for late waiters.
 DONE_LIST_TTL_S = 60
 
+#: Delete KEYS[1] if it still names job ARGV[1] (a dedupe key an identical request may
+#: have taken over since).
+_DELETE_IF_NAMES = (
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+)
+
 
 class Submitted(NamedTuple):
     """A submitted job: its id, its contract status then, and whether this call created it.
@@ -504,11 +510,16 @@ class JobStore:
 
     def announce(self, state: JobState) -> None:
         """Tell the job's waiters and event streams that it ended (``state`` is final):
-        its final event on its channel, and on its done list for a minute."""
+        its final event on its channel, and on its done list for a minute. Its dedupe key
+        goes (an identical request starts a job of its own once it ended), and its record
+        and progress are kept as long as RQ keeps its result."""
         if state.status not in _ENDED_FOR_REQUESTER:
             return
         payload = final_event(state).model_dump_json(exclude_none=True)
+        dedupe = as_str(self.redis.hget(keys.job(state.id), "dedupe"))
         with self.redis.pipeline(transaction=False) as pipe:
+            if dedupe:  # an ended job is joined by no identical request: its key goes now
+                pipe.eval(_DELETE_IF_NAMES, 1, dedupe, state.id)
             pipe.publish(keys.events(state.id), payload)
             pipe.rpush(keys.done(state.id), payload)
             pipe.expire(keys.done(state.id), DONE_LIST_TTL_S)

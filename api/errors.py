@@ -12,7 +12,7 @@
   rate limit or a cap (with ``Retry-After``), 503 while Redis is unreachable or full,
   or past a service-wide cap (with ``Retry-After``): ``detail`` is the message.
 * Anything unforeseen is a 500 in the same JSON shape (never plain text), logged
-  with its traceback.
+  with its traceback, and its connection closed (``Connection: close``).
 
 Every message is encodable: text a client sent that is not valid Unicode (a lone
 surrogate such as ``\\ud800``) is quoted with backslash escapes, never passed to
@@ -157,9 +157,13 @@ async def _not_unicode(_request: Request, exc: Exception) -> JSONResponse:
 
 
 async def _internal(request: Request, exc: Exception) -> JSONResponse:
+    """A 500, and its connection closed, saying so (``Connection: close``): Starlette raises
+    the exception again once this answer is sent, and uvicorn then closes the connection.
+    Kept alive in the answer's headers, it would take the client's next request and reset
+    it (the soak's cancel lane: a 500, then a reset on the same connection)."""
     log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
     message = "internal error; it has been logged"
-    return _json(500, message, message)
+    return _json(500, message, message, {"Connection": "close"})
 
 
 class _TooLarge(HTTPException):

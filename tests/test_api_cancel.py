@@ -7,14 +7,20 @@ depth search caught at its first progress event.
 from __future__ import annotations
 
 import json
+import os
+import signal
 from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
 import redis
+from rq.executions import Execution, ExecutionRegistry
+from rq.job import Job, JobStatus
+from rq.serializers import JSONSerializer
 
 from tests.fixtures.api import api_server_on
+from tests.fixtures.waiting import wait_for
 from worker.process.processes import WorkerPool
 
 pytestmark = [pytest.mark.redis, pytest.mark.service]
@@ -23,6 +29,8 @@ WAIT = 20
 BODY = {"game": "tictactoe", "position": "3", "mode": "solve"}
 # Long enough to cancel mid-way, with a progress event per completed depth.
 LONG = {"game": "connect4", "position": "44", "mode": "depth", "depth": 14}
+# A search that runs until the job's timeout: still running whenever a test stops its worker.
+ENDLESS = {"game": "connect4", "position": "44", "mode": "depth", "depth": 30}
 
 
 def submit(http: httpx.Client, body: dict[str, Any] = BODY) -> dict[str, Any]:
@@ -89,6 +97,44 @@ def test_cancel_a_running_analysis_stops_it(
     assert view["status"] == "failed"
     assert view["error"] == "canceled by the requester"
     assert view["progress"]["depth"] < 14
+
+
+def test_cancel_an_analysis_whose_worker_hung_stops_it(
+    api: httpx.Client, clean_redis: redis.Redis, worker_pool: Callable[..., WorkerPool]
+) -> None:
+    """Its worker hung (or died) with the job: RQ still says it started, and lists its run
+    (RQ's execution) a minute longer than it keeps the run's record (the lease). RQ's
+    cancel read that record and raised (``Execution ... not found in Redis``): a 500, and
+    the connection closed under the next request (the soak's cancel lane: a 500, a reset)."""
+    pool = worker_pool(1, env={"PLYBOT_CACHE_ENABLED": "false"})
+    accepted = submit(api, ENDLESS)
+    with api.stream("GET", accepted["events_url"]) as stream:  # wait for its first depth
+        for line in stream.iter_lines():
+            if line == "event: progress":
+                break
+    job_id = accepted["id"]
+    (name,) = pool.workers()
+    pid = pool.kill_worker(name, signal.SIGSTOP)
+    try:
+
+        def run_record_gone() -> bool:
+            listed = ExecutionRegistry(job_id, clean_redis).get_execution_ids()
+            gone = [
+                e for e in listed if not clean_redis.exists(Execution(e, job_id, clean_redis).key)
+            ]
+            return bool(gone)
+
+        wait_for(run_record_gone, "the hung run's record expired, RQ still listing the run")
+        job = Job.fetch(job_id, connection=clean_redis, serializer=JSONSerializer)
+        assert job.get_status() == JobStatus.STARTED  # nobody reclaimed it: one worker
+        response = api.delete(accepted["status_url"])
+        assert response.status_code == 200, response.text
+        assert response.json()["outcome"] == "stopping"
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    view = api.get(accepted["status_url"], params={"wait": WAIT}).json()
+    assert view["status"] == "failed"
+    assert view["error"] == "canceled by the requester"
 
 
 @pytest.mark.usefixtures("clean_redis")

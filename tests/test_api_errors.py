@@ -15,8 +15,10 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+import redis
 
 from tests.fixtures.api import ApiServer, api_server_on
+from worker.core import keys
 from worker.process.redis_server import RedisServer
 
 pytestmark = [pytest.mark.redis, pytest.mark.service]
@@ -205,6 +207,30 @@ def test_rate_limit_per_client(server: ApiServer, http: httpx.Client) -> None:
     assert http.get("/v1/status").status_code == 200
     with server.client(headers={"X-API-Key": KEYS[0]}) as other:
         assert other.post("/v1/analyses", json=body).status_code == 202
+
+
+# -- 500: anything unforeseen ---------------------------------------------------------
+
+
+def test_a_500_closes_its_connection_and_says_so(
+    own_redis: RedisServer, http: httpx.Client
+) -> None:
+    """Starlette raises an unforeseen exception again once its 500 is sent, and uvicorn
+    then closes the connection: a 500 kept alive took the client's next request on that
+    connection and reset it (issue 22's soak: a cancel's 500, then a reset). The 500 says
+    ``Connection: close``, and the client's next request goes on a new connection."""
+    broken = redis.Redis.from_url(own_redis.url)
+    # A job record the API cannot read (its request is not JSON): an unforeseen error.
+    broken.hset(keys.job("0123broken"), mapping={"kind": "analysis", "request": "{"})
+    try:
+        r = http.get("/v1/analyses/0123broken")
+        assert r.status_code == 500
+        assert r.json()["message"] == "internal error; it has been logged"
+        assert r.headers["connection"] == "close"
+        assert http.get("/healthz").status_code == 200  # at once, on the same client
+    finally:
+        broken.delete(keys.job("0123broken"))
+        broken.close()
 
 
 # -- 503 while Redis is down, service again once it is back ------------------------------

@@ -181,7 +181,8 @@ def test_an_ended_jobs_records_are_kept_as_long_as_its_result(
     clean_redis, redis_url, worker_pool
 ) -> None:  # type: ignore[no-untyped-def]
     # While it may still run, plybot's record of a job outlives its runs; once it ended, it
-    # goes with RQ's result (result_ttl_s), so a steady load's keys level off.
+    # goes with RQ's result (result_ttl_s), and its dedupe key at once, so a steady load's
+    # keys level off (the soak's growing keys, then its plybot:dedupe).
     async def go() -> None:
         async with JobClient(redis_url) as client:
             worker_pool(1)
@@ -189,12 +190,15 @@ def test_an_ended_jobs_records_are_kept_as_long_as_its_result(
             job_id = await client.submit(request)
             held = clean_redis.ttl(keys.job(job_id))
             assert held > client.settings.result_ttl_s  # its runs, then its result's retention
+            assert clean_redis.get(keys.dedupe(request.dedupe_key())) == job_id.encode()
             await client.result(job_id, timeout=60)
             wait_for(
                 lambda: 0 < clean_redis.ttl(keys.job(job_id)) <= client.settings.result_ttl_s,
                 "the record kept as long as the result",
             )
             assert clean_redis.ttl(keys.progress(job_id)) <= client.settings.result_ttl_s
+            # and an ended job is joined by no identical request: its dedupe key is gone
+            assert not clean_redis.exists(keys.dedupe(request.dedupe_key()))
 
     run(go())
 
@@ -239,6 +243,39 @@ def test_a_cancel_between_a_workers_pop_and_its_start_ends_the_job_canceled(
     assert Job.fetch(job_id, connection=clean_redis, serializer=JSONSerializer).get_status() == (
         JobStatus.CANCELED
     )
+    state = store.state(job_id, with_progress=False)
+    assert state is not None
+    assert state.status == "failed"
+    assert state.error == "canceled by the requester"
+    get_settings.cache_clear()
+
+
+def test_a_cancel_whose_worker_ended_the_job_canceled_first_is_this_cancels(
+    clean_redis, redis_url, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    # The cancel came as a worker took the job, and the worker, seeing the cancel's reason
+    # (written first), ran the job and ended it canceled before the cancel's own RQ cancel,
+    # which RQ then refused ("already canceled"): the cancel was answered as if the job had
+    # ended by itself (a 409, "already finished"). It is this cancel's doing. The worker's
+    # steps (RQ's own, in this process) are driven between the two writes of the cancel.
+    monkeypatch.setenv("REDIS_URL", redis_url)
+    get_settings.cache_clear()
+    worker = PlybotWorker(
+        [KINDS["analysis"].queue], connection=clean_redis, serializer=JSONSerializer
+    )
+
+    class CancelAsTheWorkerRuns(JobStore):
+        def _cancel_with_rq(self, job: Job) -> None:
+            worker.execute_job(taken_job, queue)  # RQ starts it; it ends canceled
+            assert self.job(job.id).get_status() == JobStatus.CANCELED  # type: ignore[union-attr]
+            super()._cancel_with_rq(job)
+
+    store = CancelAsTheWorkerRuns(clean_redis)
+    job_id = store.submit(AnalysisRequest(game="tictactoe", position="19")).id
+    taken = worker.dequeue_job_and_maintain_ttl(timeout=5)
+    assert taken is not None
+    taken_job, queue = taken
+    assert store.withdraw(job_id) == "canceled"
     state = store.state(job_id, with_progress=False)
     assert state is not None
     assert state.status == "failed"

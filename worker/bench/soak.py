@@ -9,7 +9,8 @@ keeps it busy with what its clients do, all at once:
   receiver (signed; its score checked too), in turn;
 * **bot moves**: games over HTTP (Tic-tac-toe *hard* and Connect Four *easy*) played to
   their end, every move awaiting the bot's reply;
-* **cancels**: a long solve asked for, then canceled (it must end canceled, or done and right);
+* **cancels**: a long solve asked for, then canceled (the cancel must answer 200, or 409
+  if it finished first; the job must end canceled, or done and right);
 * **slow clients**: connections that never finish their request, each of which the
   server must cut off;
 * **a worker SIGKILLed** now and then (the one running a job, if any): five times a run,
@@ -66,6 +67,7 @@ from worker.bench.chaos import (
     CHAOS_KEY,
     Positions,
     _Service,
+    _what_failed,
     lane_key,
     open_slow_clients,
     wait_cut_off,
@@ -352,7 +354,7 @@ class _Soak:
                 said = r.text[:80]
             except httpx.ResponseNotRead:  # a stream's
                 said = r.reason_phrase
-            self.note(f"{kind}: {r.status_code} {said}")
+            self.note(f"{kind}: {r.status_code} on {r.request.method} {r.request.url.path}: {said}")
         return 200 <= r.status_code < 300
 
     # -- analyses ---------------------------------------------------------------------
@@ -372,7 +374,7 @@ class _Soak:
                 await self.one_analysis(http, head, body, score, style)
             except httpx.HTTPError as exc:
                 self.count("analyses", "unanswered")
-                self.note(f"analysis ({style}): {type(exc).__name__}: {exc}")
+                self.note(f"analysis ({style}): {_what_failed(exc)}")
             await asyncio.sleep(0.2)  # a client's pause between requests: the load, not a wait
 
     async def one_analysis(
@@ -439,7 +441,7 @@ class _Soak:
                 await self.one_cancel(http, head, position, score)
             except httpx.HTTPError as exc:
                 self.count("cancels", "unanswered")
-                self.note(f"cancel: {type(exc).__name__}: {exc}")
+                self.note(f"cancel: {_what_failed(exc)}")
             await asyncio.sleep(self.window / 2)  # two cancels a window
 
     async def one_cancel(
@@ -452,7 +454,11 @@ class _Soak:
         job = r.json()["id"]
         self.count("cancels", "submitted")
         r = await http.delete(f"/v1/analyses/{job}", headers=head)
-        if r.status_code not in (200, 409):  # 409: it finished first
+        if r.status_code == 200:  # what it found: "canceled" (waiting) or "stopping" (running)
+            self.count("cancels", f"found {r.json()['outcome']}")
+        elif r.status_code == 409:  # it finished first
+            self.count("cancels", "found ended")
+        else:
             self.answered("cancels", r)
         end = time.monotonic() + 600
         view: dict[str, Any] = {}
@@ -482,7 +488,7 @@ class _Soak:
                 await self.one_game(http, head, game, level, first)
             except httpx.HTTPError as exc:
                 self.count("moves", "unanswered")
-                self.note(f"game: {type(exc).__name__}: {exc}")
+                self.note(f"game: {_what_failed(exc)}")
             await asyncio.sleep(0.2)
 
     async def one_game(
@@ -612,16 +618,24 @@ class _Soak:
             self.note(f"webhook with a bad signature: {bad}")
 
     async def main(self) -> None:
-        limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
+        """Every lane at once, each a client of its own with one connection kept alive, as
+        the clients it stands for are (and as the chaos load's lanes are: one pool shared
+        by the lanes hands a lane a connection another left, whatever befell it)."""
+        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
         url = f"http://127.0.0.1:{self.service.port}"
-        async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as http:
+        async with contextlib.AsyncExitStack() as stack:
+
+            async def client() -> httpx.AsyncClient:
+                http = httpx.AsyncClient(base_url=url, timeout=120, limits=limits)
+                return await stack.enter_async_context(http)
+
             await asyncio.gather(
                 self.sampler(),
                 self.killer(),
                 self.slow_lane(),
-                self.cancel_lane(http),
-                *(self.analysis_lane(http, i) for i in range(ANALYSIS_LANES)),
-                *(self.game_lane(http, i) for i in range(GAME_LANES)),
+                self.cancel_lane(await client()),
+                *[self.analysis_lane(await client(), i) for i in range(ANALYSIS_LANES)],
+                *[self.game_lane(await client(), i) for i in range(GAME_LANES)],
             )
 
 

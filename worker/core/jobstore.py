@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 import redis
 from rq import Queue, Retry, Worker
 from rq.exceptions import InvalidJobOperation
+from rq.executions import Execution, ExecutionRegistry
 from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 
@@ -61,6 +62,12 @@ _ENDED_FOR_REQUESTER = {"done", "failed"}
 
 #: How long a finished job's final event stays on its done list for late waiters.
 DONE_LIST_TTL_S = 60
+
+#: Delete KEYS[1] if it still names job ARGV[1] (a dedupe key an identical request may
+#: have taken over since).
+_DELETE_IF_NAMES = (
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+)
 
 
 class Submitted(NamedTuple):
@@ -343,7 +350,8 @@ class JobStore:
         Returns ``"unknown"``, ``"done"``/``"failed"`` (it had ended: left as it is),
         ``"canceled"`` (it was waiting: it never runs) or ``"stopping"`` (it runs: its
         worker sees the cancel and stops within about ``WATCH_INTERVAL_S``). Either way RQ
-        records it canceled now and its waiters are told at once.
+        records it canceled now and its waiters are told at once. Never raises for a job
+        that ends, starts, dies or is canceled by someone else meanwhile.
         """
         job = fetch(self.redis, job_id)
         if job is None:
@@ -353,16 +361,63 @@ class JobStore:
         if status not in IN_FLIGHT:
             state = self.state(job_id, with_progress=False)
             return state.status if state is not None else "unknown"
+        # First, so that a worker that takes the job now sees the cancel (see canceled()).
         self.redis.hset(keys.job(job_id), "reason", reason)
         try:
-            job.cancel()
-        except InvalidJobOperation:  # canceled by someone else meanwhile
-            return "failed"
+            self._cancel_with_rq(job)
+        except InvalidJobOperation:
+            # RQ's record says canceled already: this cancel's own doing (the worker saw the
+            # reason above, stopped the run and settled it canceled first), or another
+            # canceller's; or the record is gone.
+            current = fetch(self.redis, job_id)
+            if current is None or current.get_status(refresh=False) != JobStatus.CANCELED:
+                state = self.state(job_id, with_progress=False)
+                return state.status if state is not None else "unknown"
         self.redis.hincrby(keys.STATS, "canceled", 1)
         state = self.state(job_id, with_progress=False)
         if state is not None:
             self.announce(state)
         return "stopping" if status == JobStatus.STARTED else "canceled"
+
+    def _cancel_with_rq(self, job: Job) -> None:
+        """RQ's :meth:`rq.job.Job.cancel`, past the runs of the job that RQ still lists but
+        whose record is gone.
+
+        RQ's cancel of a started job reads the record of each run (RQ's execution) that its
+        registry of the job's runs lists, and raises ``ValueError`` ("Execution ... not
+        found in Redis") for one that is gone, a ``KeyError`` for one a late heartbeat
+        wrote again in part. RQ keeps a run's record for its lease but lists the run 60 s
+        longer, so for a minute after a worker died or hung with the job every cancel of it
+        raised (a 500 from the API); and so did a cancel whose worker ended the run between
+        RQ's two reads (a worker stops at the reason :meth:`cancel` writes first, within
+        ``WATCH_INTERVAL_S``). Such a run is dropped from RQ's registries, as RQ's cancel
+        would have done had its record been there, and the cancel made again.
+
+        Raises ``InvalidJobOperation`` as RQ does (canceled already, or the record gone).
+        """
+        for attempt in range(3):
+            try:
+                job.cancel()
+                return
+            except (ValueError, KeyError):
+                if attempt == 2:
+                    raise
+                self._forget_gone_runs(job)
+
+    def _forget_gone_runs(self, job: Job) -> None:
+        """Drop from RQ's registries (the job's runs, the started jobs) the runs of ``job``
+        whose record has gone (or holds no start: written again in part by a late heartbeat)."""
+        runs = ExecutionRegistry(job.id, self.redis)
+        for run_id in runs.get_execution_ids():
+            run = Execution(run_id, job.id, self.redis)
+            if self.redis.hexists(run.key, "created_at"):
+                continue
+            log.info("job %s: its run %s has no record left (its worker died or hung)", job.id,
+                     run_id)  # fmt: skip
+            with self.redis.pipeline() as pipe:
+                runs.remove(run, pipeline=pipe)
+                job.started_job_registry.remove_execution(run, pipeline=pipe)
+                pipe.execute()
 
     def canceled(self, job_id: str) -> bool:
         """True if the job was canceled: RQ says so, or plybot's record does (a cancel that
@@ -389,7 +444,7 @@ class JobStore:
             return
         if job.get_status(refresh=False) != JobStatus.CANCELED:
             with contextlib.suppress(InvalidJobOperation):  # canceled meanwhile: as wanted
-                job.cancel()
+                self._cancel_with_rq(job)
         state = self.state(job_id, with_progress=False)
         if state is not None:
             self.announce(state)
@@ -455,11 +510,16 @@ class JobStore:
 
     def announce(self, state: JobState) -> None:
         """Tell the job's waiters and event streams that it ended (``state`` is final):
-        its final event on its channel, and on its done list for a minute."""
+        its final event on its channel, and on its done list for a minute. Its dedupe key
+        goes (an identical request starts a job of its own once it ended), and its record
+        and progress are kept as long as RQ keeps its result."""
         if state.status not in _ENDED_FOR_REQUESTER:
             return
         payload = final_event(state).model_dump_json(exclude_none=True)
+        dedupe = as_str(self.redis.hget(keys.job(state.id), "dedupe"))
         with self.redis.pipeline(transaction=False) as pipe:
+            if dedupe:  # an ended job is joined by no identical request: its key goes now
+                pipe.eval(_DELETE_IF_NAMES, 1, dedupe, state.id)
             pipe.publish(keys.events(state.id), payload)
             pipe.rpush(keys.done(state.id), payload)
             pipe.expire(keys.done(state.id), DONE_LIST_TTL_S)

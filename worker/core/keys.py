@@ -11,7 +11,8 @@ Beside them plybot keeps what RQ lacks:
 ``plybot:progress:<id>``   list: the progress events so far (capped), for late subscribers
 ``plybot:done:<id>``       list: the final event, for waiters (BLMOVE from it to itself, so
                            any number of them see it); expires after a minute
-``plybot:dedupe:<digest>`` id of the in-flight job of an identical request
+``plybot:dedupe:<digest>`` id of the in-flight job of an identical request; deleted as the
+                           job ends
 ``plybot:preempt:<id>``    the worker that makes way for bot move ``<id>`` (one per move)
 ``plybot:reaper:<queue>``  short lock: one worker at a time runs RQ's cleanup of abandoned
                            jobs of ``<queue>``

@@ -236,3 +236,14 @@ def test_the_side_by_side_with_bitbully_checks_every_column(
 def test_the_side_by_side_refuses_a_bad_ply_range(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--vs-bitbully", sys.executable, "--plies", "9-x"]) == 2
     assert "'9-x': --plies must be A-B" in capsys.readouterr().err
+
+
+def test_memory_of_a_fresh_worker_like_process(capfd: pytest.CaptureFixture[str]) -> None:
+    assert main(["--memory", "4x4", "tictactoe", "--move-ms", "500"]) == 0
+    lines = capfd.readouterr().out.splitlines()
+    assert lines[0].startswith("a worker, warm (the 7x6 solver and its table made): ")
+    assert [line.split()[0] for line in lines[3:]] == ["4x4", "tictactoe", "all"]
+    for line in lines[3:]:
+        assert line.split()[3].startswith(("+", "-")), line  # the growth, signed
+    assert main(["--memory", "99x2"]) == 2
+    assert "plybot bench: '99x2'" in capfd.readouterr().err

@@ -499,6 +499,20 @@ def test_a_growing_table_moves_the_newer_and_deeper_records_first() -> None:
     assert table.get(0) is None
 
 
+def test_any_hashable_key_once_one_is_not_a_64_bit_int() -> None:
+    table = TranspositionTable(1 << 8, initial=2)
+    keys: list[object] = [0, (1 << 64) - 1, 11]  # unboxed while every key fits in 64 bits
+    for key in keys:
+        table.put(key, Entry(-3, 4, 2, None))
+    keys += [-5, (1, 2), 1 << 70]  # then any hashable (hashes fixed from run to run)
+    for i, key in enumerate(keys):
+        table.put(key, Entry(i, i, 1, i))
+    table.put(0, Entry(-1, 1, 9, None))  # deeper: replaces
+    assert table.get(0) == Entry(-1, 1, 9, None)
+    assert [table.get(k) for k in keys[1:]] == [Entry(i, i, 1, i) for i in range(1, len(keys))]
+    assert table.get((2, 1)) is None
+
+
 def test_a_search_without_a_table_lets_its_own_go() -> None:
     """A search given no table makes its own (grown as it fills, see above) and keeps none
     once it ends; the exact answer is the one a full-size table gives."""

@@ -500,7 +500,7 @@ def test_a_growing_table_moves_the_newer_and_deeper_records_first() -> None:
 
 
 def test_any_hashable_key_once_one_is_not_a_64_bit_int() -> None:
-    table = TranspositionTable(1 << 8, initial=2)
+    table = TranspositionTable(1 << 8)  # 257 slots: these keys' slots differ
     keys: list[object] = [0, (1 << 64) - 1, 11]  # unboxed while every key fits in 64 bits
     for key in keys:
         table.put(key, Entry(-3, 4, 2, None))

@@ -116,10 +116,11 @@ class SolverPool:
 
     def release(self) -> None:
         """Drop the solvers of boards other than 7x6 whose tables outgrew
-        :data:`OTHER_BOARD_TABLE_BYTES` and its near-end region: boards of 60 key bits or
-        more (8x7, 9x6, tall boards), whose exact keys need at least ``2**(bits - 42)``
-        buckets (``table.h``), 128 MB for 8x7. Their tables are unmapped; the next solve of
-        such a size makes its solver again (its table is faulted in as it is written)."""
+        :data:`OTHER_BOARD_TABLE_BYTES` and its near-end region: boards of 58 key bits or
+        more (8x7, 9x6, 6x9, tall boards), whose exact keys need at least ``2**(bits - 42)``
+        buckets in each region (``table.h``), 128 MB for 8x7. Their tables are unmapped;
+        the next solve of such a size makes its solver again (its table is faulted in as it
+        is written)."""
         keep = OTHER_BOARD_TABLE_BYTES + OTHER_BOARD_TABLE_BYTES // 4
         for size, solver in list(self._solvers.items()):
             if size != (7, 6) and solver.table_bytes > keep:

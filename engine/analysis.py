@@ -61,6 +61,7 @@ __all__ = [
     "solve_exact",
     "solver_share",
     "warm_solver",
+    "warm_up",
 ]
 
 
@@ -110,3 +111,15 @@ def analyze(
         limits = SearchLimits(deadline=deadline)
         return searched(position, limits, all_moves, cache, on_progress, start)
     raise PlybotError(f"'{mode}': unknown analysis mode (known: {', '.join(MODES)})")
+
+
+def warm_up(solver: Solver | None = None) -> None:
+    """Run each path of an analysis once, so that no first request pays for loading one:
+    the generic search on tic-tac-toe and on Connect Four, and an exact solve by
+    ``solver`` (the process's 7x6 solver if ``None``; made if it is not loaded)."""
+    from engine.game import new_game
+
+    for game, position in (("tictactoe", "5"), ("connect4", "4444")):
+        analyze(new_game(game, position), mode="depth", depth=2)
+    board = new_game("connect4", "4444")
+    analyze(board, mode="solve", solver=solver, deadline=time.monotonic() + 60)

@@ -58,8 +58,13 @@ class Geometry:
         self.top_mask = sum(self.top_masks)
         # Shifts by 1, 2 and 3 cells along a row and the two diagonals.
         self.line_shifts = tuple((d, 2 * d, 3 * d) for d in (self.h1, self.h1 - 1, self.h1 + 1))
-        # Legal moves by the set of full columns (their top cells), in the search order.
+        # Legal moves by the set of full columns (their top cells), in the search order: all
+        # 2**width sets made here (at most 512), not one by one in the middle of a search,
+        # where each would pin an allocator arena that the search's records leave empty.
         self.legal_by_full: dict[int, tuple[int, ...]] = {}
+        for columns in range(1 << width):
+            full = sum(self.top_masks[c] for c in range(width) if columns >> c & 1)
+            self.legal_by_full[full] = tuple(c for c in self.order if not full & self.top_masks[c])
 
     @classmethod
     def of(cls, width: int, height: int) -> Geometry:
@@ -263,10 +268,7 @@ class Connect4:
             return []
         g = self._g
         full = self.mask & g.top_mask
-        found = g.legal_by_full.get(full)
-        if found is None:
-            found = g.legal_by_full[full] = tuple(c for c in g.order if not full & g.top_masks[c])
-        return list(found)
+        return list(g.legal_by_full[full])
 
     def push(self, move: int) -> None:
         # The search's innermost call: checks first, then plain local arithmetic.

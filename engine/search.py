@@ -47,7 +47,6 @@ cache that fails is ignored: it never makes a search fail.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Generator, Hashable
@@ -55,7 +54,7 @@ from dataclasses import dataclass, field
 
 from engine import known
 from engine.cache import EXACT_DEPTH, CacheEntry, PositionCache
-from engine.game import Game, get_game, require_ongoing
+from engine.game import Game, require_ongoing
 from engine.known import Known
 from engine.table import EXHAUSTIVE, Entry, TranspositionTable
 
@@ -74,8 +73,10 @@ MAX_EXTENSIONS = 4
 MAX_DEPTH = 200
 #: The line behind a leaf (shared, never changed: lines are built anew).
 _NO_LINE: list[int] = []
-#: Slots of the table a search makes for itself when it is given none.
+#: The most slots of the table a search makes for itself when it is given none.
 DEFAULT_TABLE_SIZE = 1 << 18
+#: The slots that table starts with (it grows fourfold as it fills, up to its most).
+INITIAL_TABLE_SIZE = 1 << 10
 
 
 @dataclass
@@ -175,44 +176,13 @@ def is_decided(value: int) -> bool:
 
 
 def _table_size(limits: SearchLimits) -> int:
-    """Slots for a search's own table: small for a shallow or node-capped search (cheap to make)."""
+    """The most slots of a search's own table: fewer for a shallow or node-capped search."""
     size = DEFAULT_TABLE_SIZE
     if limits.depth is not None and limits.depth <= 4:
         size = 1 << 12
     if limits.nodes is not None:
         size = min(size, max(1 << 10, limits.nodes))
     return size
-
-
-#: The process's reusable tables, per thread and per (game, variant): a search that
-#: needs a full-size table and is given none takes this one, its old records
-#: forgotten (``TranspositionTable.forget``: the search sees a table as good as new,
-#: so its results are the same as with a fresh one), so a job does not pay for
-#: allocating one (about 6 ms for :data:`DEFAULT_TABLE_SIZE` slots). Per game,
-#: because the keys of two games could be equal; per thread, because a search
-#: writes as it goes.
-#: Only registered games share one: their ``(name, variant, key)`` names one position.
-_shared_tables = threading.local()
-
-
-def shared_table(game: Game) -> TranspositionTable | None:
-    """This thread's reusable full-size table for ``game``'s kind (made on first use);
-    ``None`` for a game class that is not the registered one of its name."""
-    try:
-        if get_game(game.name) is not type(game):
-            return None
-    except ValueError:
-        return None
-    tables: dict[tuple[str, str], TranspositionTable] | None = getattr(
-        _shared_tables, "tables", None
-    )
-    if tables is None:
-        tables = _shared_tables.tables = {}
-    kind = (game.name, game.variant)
-    table = tables.get(kind)
-    if table is None:
-        table = tables[kind] = TranspositionTable(DEFAULT_TABLE_SIZE)
-    return table
 
 
 def _table_key(game: Game) -> Callable[[], Hashable]:
@@ -241,12 +211,9 @@ class _Search:
         self.pvs = options.pvs
         self.ordering = options.ordering
         if table is None:
-            size = _table_size(limits)
-            table = shared_table(game) if size >= DEFAULT_TABLE_SIZE else None
-            if table is None:
-                table = TranspositionTable(size)
-            else:
-                table.forget()  # as good as new: the same results as a fresh table
+            # Its own table, grown as it fills and dropped with the search: a search holds
+            # memory for what it stored, and gives it back when it ends.
+            table = TranspositionTable(_table_size(limits), initial=INITIAL_TABLE_SIZE)
         self.table = table
         self.table.new_search()
         self.key = _table_key(game)

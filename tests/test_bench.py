@@ -250,3 +250,14 @@ def test_the_quantile_is_the_nearest_rank() -> None:
     assert quantile(hundred, 0.0) == 1.0
     assert quantile([3.0, 1.0, 2.0, 4.0], 0.5) == 2.0
     assert math.isnan(quantile([], 0.99))
+
+
+def test_memory_of_a_fresh_worker_like_process(capfd: pytest.CaptureFixture[str]) -> None:
+    assert main(["--memory", "4x4", "tictactoe", "--move-ms", "500"]) == 0
+    lines = capfd.readouterr().out.splitlines()
+    assert lines[0].startswith("a worker, warm (the 7x6 solver and its table made): ")
+    assert [line.split()[0] for line in lines[3:]] == ["4x4", "tictactoe", "all"]
+    for line in lines[3:]:
+        assert line.split()[3].startswith(("+", "-")), line  # the growth, signed
+    assert main(["--memory", "99x2"]) == 2
+    assert "plybot bench: '99x2'" in capfd.readouterr().err

@@ -37,3 +37,19 @@ def test_solvers_are_kept_by_size_and_cache_and_dropped_least_recent_first() -> 
     other = pool.solver(5, 4, MemoryCache())  # another cache: a new solver for the size
     assert other is not a
     assert other.cache is not cache
+
+
+def test_release_drops_only_the_tables_that_keys_made_large() -> None:
+    """8x7's 64-bit keys need 2**22 buckets in each region (table.h: 42 check bits), far
+    more than another board's table: released after each job; 5x4's and 7x6's are kept."""
+    pool = SolverPool(table_bytes=1 << 20)
+    small = pool.solver(5, 4, None)
+    wide = pool.solver(8, 7, None)
+    assert small.table_bytes <= OTHER_BOARD_TABLE_BYTES * 5 // 4
+    assert wide.table_bytes == 128 << 20  # mapped; resident only as the search writes it
+    main = pool.solver(7, 6, None)
+    pool.release()
+    assert pool.warm(8, 7, None) is None
+    assert pool.warm(5, 4, None) is small
+    assert pool.warm(7, 6, None) is main
+    assert pool.solver(8, 7, None).table_bytes == 128 << 20  # made again when asked again

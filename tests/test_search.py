@@ -465,32 +465,69 @@ def test_a_failing_cache_never_fails_the_search(cache: object) -> None:
     assert not result.cache_hit
 
 
-@pytest.mark.slow
-def test_searches_without_a_table_reuse_the_process_one() -> None:
-    """A full-size table is made once per game kind and thread (aged, not remade)."""
-    from engine.connect4 import Connect4
-    from engine.search import shared_table
+def test_a_growing_table_keeps_its_records_within_its_bound() -> None:
+    table = TranspositionTable(1 << 14, initial=4)
+    assert table.size < 8
+    for key in range(1000):  # consecutive keys: no two share a slot of more than 1000
+        table.put(key, Entry(key, key, 1, None))
+    assert 1000 < table.size < table.capacity
+    assert len(table) == 1000
+    assert all(table.get(key) == Entry(key, key, 1, None) for key in range(1000))
+    for key in range(1000, 10_000):
+        table.put(key, Entry(key, key, 1, None))
+    assert table.size == table.capacity  # grown to its most, and no further
+    assert len(table) <= table.capacity
+    table.clear()
+    assert (table.size, len(table)) == (5, 0)  # back to its first slots (a prime)
 
-    table = shared_table(Connect4())
-    assert table is not None
-    assert table is shared_table(Connect4.parse("44"))
-    assert shared_table(RandomTree(seed=1, depth=3, branching=2)) is None  # not a registered game
-    generation = table.generation
-    for notation in ("4455", "4455", "3344"):  # the same results as with a new table each time
-        position = Connect4.parse(notation)
-        reused = search(position, SearchLimits(depth=7), all_moves=True)
-        fresh = search(
-            position, SearchLimits(depth=7), all_moves=True, table=TranspositionTable(1 << 18)
-        )
-        assert (reused.best_move, reused.score, reused.moves, reused.pv, reused.nodes) == (
-            fresh.best_move,
-            fresh.score,
-            fresh.moves,
-            fresh.pv,
-            fresh.nodes,
-        )
-    assert table.generation > generation
-    assert len(table) > 0
+
+def test_a_growing_table_moves_the_newer_and_deeper_records_first() -> None:
+    table = TranspositionTable(1 << 10, initial=2)
+    table.put(0, Entry(1, 1, 1, None))
+    table.new_search()
+    table.put(1, Entry(2, 2, 1, None))  # 2 of 2 slots taken: the next record grows the table
+    table.put(2, Entry(3, 3, 1, None))
+    assert table.size > 2
+    assert [table.get(k) for k in (0, 1, 2)] == [
+        Entry(1, 1, 1, None),
+        Entry(2, 2, 1, None),
+        Entry(3, 3, 1, None),
+    ]
+    table.forget()  # forgotten records are not moved when it grows
+    for key in range(3, 40):
+        table.put(key, Entry(0, 0, 1, None))
+    assert table.get(0) is None
+
+
+def test_any_hashable_key_once_one_is_not_a_64_bit_int() -> None:
+    table = TranspositionTable(1 << 8)  # 257 slots: these keys' slots differ
+    keys: list[object] = [0, (1 << 64) - 1, 11]  # unboxed while every key fits in 64 bits
+    for key in keys:
+        table.put(key, Entry(-3, 4, 2, None))
+    keys += [-5, (1, 2), 1 << 70]  # then any hashable (hashes fixed from run to run)
+    for i, key in enumerate(keys):
+        table.put(key, Entry(i, i, 1, i))
+    table.put(0, Entry(-1, 1, 9, None))  # deeper: replaces
+    assert table.get(0) == Entry(-1, 1, 9, None)
+    assert [table.get(k) for k in keys[1:]] == [Entry(i, i, 1, i) for i in range(1, len(keys))]
+    assert table.get((2, 1)) is None
+
+
+def test_a_search_without_a_table_lets_its_own_go() -> None:
+    """A search given no table makes its own (grown as it fills, see above) and keeps none
+    once it ends; the exact answer is the one a full-size table gives."""
+    import gc
+
+    def tables() -> int:
+        gc.collect()
+        return sum(isinstance(o, TranspositionTable) for o in gc.get_objects())
+
+    position = TicTacToe.parse("5")
+    before = tables()
+    own = search(position, SearchLimits(), all_moves=True)
+    assert tables() == before
+    full = search(position, SearchLimits(), all_moves=True, table=TranspositionTable(1 << 18))
+    assert (own.score, own.moves, own.decided) == (full.score, full.moves, full.decided)
 
 
 def test_a_forgetting_table_acts_as_new() -> None:

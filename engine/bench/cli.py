@@ -4,6 +4,7 @@
     plybot bench [SET ...] --peer PATH [--peer-arg ARG ...] [--times FILE]
     plybot bench --games N [--opponent LEVEL] [--move-ms MS]
     plybot bench --vs-bitbully PYTHON [--per-ply N] [--plies A-B] [--seed S]
+    plybot bench --memory [BOARD ...] [--move-ms MS]
 
 SET is a set's name (``Test_L2_R1`` or just ``L2_R1``). With no SET, the five
 quicker sets run; ``--all`` adds Test_L1_R3 (its first 100 positions unless
@@ -28,6 +29,11 @@ the results and perfect's move times by ply.
 
 ``--vs-bitbully PYTHON`` analyses every column of positions of plies A..B side
 by side with bitbully (:mod:`engine.bench.bitbully`).
+
+``--memory`` measures a fresh worker-like process (:mod:`engine.bench.memory`): its
+resident memory warm, then what each BOARD (``WxH``, or ``tictactoe``; by default
+4x4 5x4 6x5 8x7 9x6 tictactoe) adds once an analysis of every column and a bot move
+at each level (``--move-ms`` each) were asked about it.
 """
 
 from __future__ import annotations
@@ -80,7 +86,18 @@ def parser() -> ArgumentParser:
         metavar="N",
         help="start each game from a uniformly drawn position of a ply in 0..N (default 0)",
     )
-    p.add_argument("--move-ms", type=int, default=2000, help="perfect's time a move (default 2000)")
+    p.add_argument(
+        "--move-ms",
+        type=int,
+        default=2000,
+        help="perfect's time a move; with --memory, every level's (default 2000)",
+    )
+    p.add_argument(
+        "--memory",
+        action="store_true",
+        help="a fresh worker-like process's memory warm, then what each board (the SETs' "
+        "place: WxH or tictactoe) adds",
+    )
     p.add_argument(
         "--vs-bitbully",
         metavar="PYTHON",
@@ -121,6 +138,12 @@ def main(argv: list[str]) -> int:
     from engine.bench.sets import SETS, BenchmarkError, require_benchmarks, set_name
     from engine.bench.solving import DEFAULT_LIMITS, format_table, run_set
 
+    if args.memory:
+        from engine.bench.memory import DEFAULT_BOARDS, run_fresh
+
+        if args.move_ms <= 0:
+            return fail("plybot bench", f"'{args.move_ms}': --move-ms must be positive")
+        return run_fresh(args.sets or list(DEFAULT_BOARDS), args.move_ms)
     if args.games is not None:
         return _games(args.games, args.opponent, args.move_ms, args.start_ply)
     if args.vs_bitbully is not None:

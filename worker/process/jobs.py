@@ -32,6 +32,7 @@ from rq import Queue, Retry
 
 from engine.cache import PositionCache
 from engine.game import Game, has_exact_solver
+from engine.memory import release
 from engine.pool import solvers
 from worker.core import keys
 from worker.core.contract import (
@@ -256,6 +257,8 @@ def _job_function(
                         context.in_function = False
             except JobPreempted:
                 return Retry(max=MAX_PREEMPTIONS, enqueue_at_front=True)
+            finally:
+                release()  # what a further board size left beyond its small table
             dumped = result.model_dump(mode="json")
             if context is not None:
                 context.result = dumped
@@ -475,12 +478,9 @@ def warm_up(cache: PositionCache | None = None) -> float:
     The solver's core is compiled ahead of time (at install): this imports the engine, opens
     the book and makes the process's solver, with ``cache``, the one the jobs will use.
     """
-    from engine.analysis import analyze
-    from engine.game import new_game
+    from engine.analysis import warm_up as warm_engine
+    from engine.connect4 import Connect4
 
     start = time.monotonic()
-    for game, position in (("tictactoe", "5"), ("connect4", "4444")):
-        analyze(new_game(game, position), mode="depth", depth=2)
-    board = new_game("connect4", "4444")
-    analyze(board, mode="solve", solver=_solver(board, cache), deadline=time.monotonic() + 60)
+    warm_engine(_solver(Connect4(), cache))
     return time.monotonic() - start

@@ -227,9 +227,10 @@ def test_shipped_book_is_compact_and_loads_fast() -> None:
 def test_shipped_book_entries_agree_with_the_solver() -> None:
     book = shipped_book()
     assert book is not None
-    entries = [e for e in book.positions() if e[0].ply >= 7]  # a second or more each, fresh
-    for position, score, best in random.Random(3).sample(entries, min(4, len(entries))):
-        solver = Solver()
+    # About a second of CPU each, fresh: two (a loaded machine runs them many times slower).
+    entries = [e for e in book.positions() if e[0].ply >= 7]
+    for position, score, best in random.Random(3).sample(entries, min(2, len(entries))):
+        solver = Solver(table_bytes=16 << 20)
         assert solver.solve(position).score == score, position.notation()
         position.push(best)
         after = solver.solve(position) if position.outcome() is None else None

@@ -117,7 +117,7 @@ class RedisServer:
             args += ["--maxmemory", self.maxmemory, "--maxmemory-policy", self.maxmemory_policy]
         return args + self.options
 
-    def start(self, timeout: float = 10.0) -> str:
+    def start(self, timeout: float = 30.0) -> str:
         """Start the server and wait until it answers PING; returns its URL."""
         if self.running:
             return self.url

@@ -74,6 +74,7 @@ from rq.suspension import is_suspended
 from rq.timeouts import JobTimeoutException
 from rq.worker import SimpleWorker
 
+from engine.memory import rss_bytes
 from worker.core import keys
 from worker.core.connection import connect, sibling
 from worker.core.jobstore import JobStore
@@ -96,15 +97,6 @@ WATCH_INTERVAL_S = 0.1
 #: The most one job adds to a worker's resident memory beyond its tables' budget (the solver's
 #: core is compiled once for every board size: a new size costs its table and about 1 MB).
 JOB_GROWTH_BYTES = 32 << 20
-
-
-def _rss_bytes() -> int:
-    """This process's resident memory (Linux; 0 elsewhere)."""
-    try:
-        with open("/proc/self/statm") as statm:
-            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
 
 
 def describe(exc: BaseException, timeout: float | None) -> str:
@@ -445,7 +437,7 @@ class PlybotWorker(SimpleWorker):
             "queues": self.queue_names(),
             "job": running.job.id if running is not None else None,
             "table_bytes": jobs.table_bytes(),
-            "rss": _rss_bytes(),
+            "rss": rss_bytes(),
             "at": time.time(),
         }
         self._events.set(keys.worker_info(self.name), json.dumps(info), ex=int(lease * 3) + 1)
@@ -505,7 +497,7 @@ class PlybotWorker(SimpleWorker):
         if not budget or self.recycle:
             return
         budget += jobs.book_table_bytes()
-        rss = _rss_bytes()
+        rss = rss_bytes()
         if rss > budget - JOB_GROWTH_BYTES:
             log.info(
                 "resident memory %d MB, within %d MB of the budget of %d MB: making way for "

@@ -28,6 +28,13 @@ from worker.process.book_build import WINDOW
 PLYBOT = str(Path(sys.executable).with_name("plybot"))
 
 
+def build_command(out: Path, stones: int, size: int) -> list[str]:
+    """``plybot book build`` of the 5x4 database of ``stones`` stones, chunks of ``size``, into
+    ``out``."""
+    return [PLYBOT, "book", "build", "--database", "--variant", "5x4", "--plies", str(stones),
+            "--chunk-size", str(size), "--out", str(out)]  # fmt: skip
+
+
 def plan_keys(width: int, height: int, stones: int) -> np.ndarray:
     raw, _ = _core.layer_plan(width, height, stones, 64)
     return np.frombuffer(raw, dtype=np.uint64)
@@ -210,10 +217,7 @@ def test_workers_build_a_database_through_a_killed_builder_and_worker(
 ) -> None:
     width, height, stones, size = 5, 4, 8, 8
     out = tmp_path / "db"
-    command = [
-        PLYBOT, "book", "build", "--database", "--variant", "5x4", "--plies", str(stones),
-        "--chunk-size", str(size), "--out", str(out),
-    ]  # fmt: skip
+    command = build_command(out, stones, size)
     env = {**os.environ, "REDIS_URL": redis_url}
     _, raw_starts = _core.layer_plan(width, height, stones, size)
     assert len(raw_starts) // 8 - 1 > WINDOW
@@ -270,8 +274,7 @@ def test_a_chunk_taken_by_a_worker_that_died_at_once_is_sent_again(
     # than one queue): the job waits in no queue and RQ never looks for it again. The
     # builder, waiting for it, sees that and puts it back.
     out = tmp_path / "db"
-    command = [PLYBOT, "book", "build", "--database", "--variant", "5x4", "--plies", "6",
-               "--chunk-size", "100", "--out", str(out)]  # fmt: skip
+    command = build_command(out, 6, 100)
     env = {**os.environ, "REDIS_URL": redis_url}
     _, raw_starts = _core.layer_plan(5, 4, 6, 100)
     chunks = len(raw_starts) // 8 - 1
@@ -297,8 +300,7 @@ def test_a_builder_stopped_by_sigterm_writes_what_it_kept(
     # The builder writes the parts every FLUSH_S; what it kept meanwhile is also in the
     # results hash. A SIGTERM (a supervisor's stop) writes what it holds before it exits.
     out = tmp_path / "db"
-    command = [PLYBOT, "book", "build", "--database", "--variant", "5x4", "--plies", "8",
-               "--chunk-size", "8", "--out", str(out)]  # fmt: skip
+    command = build_command(out, 8, 8)
     env = {**os.environ, "REDIS_URL": redis_url}
     builder = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
     results = keys.book_results("5x4", 8, 8)

@@ -63,6 +63,7 @@ import httpx
 import redis
 
 from engine.bench.slow import SLOW
+from engine.bench.stats import quantile
 from worker.bench.chaos import (
     CHAOS_KEY,
     Positions,
@@ -155,16 +156,6 @@ def reference_and_last(run: SoakRun) -> tuple[list[Window], list[Window]]:
     return _between(run, total / 6, total / 3), _between(run, 2 * total / 3, total)
 
 
-def p99(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else 0.0
-
-
-def p50(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[len(ordered) // 2] if ordered else 0.0
-
-
 def verdict(run: SoakRun) -> list[str]:
     """Why the run failed (module docstring: loss, growth, keys, drift); empty if it passed.
     Memory is compared per process label sampled in both parts of the run."""
@@ -197,8 +188,12 @@ def verdict(run: SoakRun) -> list[str]:
             f"keys: {after} in the last third, {before} in the reference window ({most})"
         )
     for kind in ("moves", "analyses"):
-        before_s = p99([x for w in reference for x in getattr(w, kind)])
-        after_s = p99([x for w in last for x in getattr(w, kind)])
+        then = [x for w in reference for x in getattr(w, kind)]
+        now = [x for w in last for x in getattr(w, kind)]
+        if not then or not now:
+            failures.append(f"drift: no {kind} answered in the reference window or the last third")
+            continue
+        before_s, after_s = quantile(then, 0.99), quantile(now, 0.99)
         if after_s > before_s * P99_FACTOR + P99_SLACK_S:
             failures.append(
                 f"drift: p99 of {kind} {after_s * 1000:.0f} ms in the last third, "
@@ -699,7 +694,7 @@ def run_soak(minutes: float, workers: int = 2, log: bool = False) -> SoakRun:
 
 
 def _ms(values: list[float], q: float) -> str:
-    return f"{(p50(values) if q == 0.5 else p99(values)) * 1000:.0f}" if values else "-"
+    return f"{quantile(values, q) * 1000:.0f}" if values else "-"
 
 
 def format_soak(run: SoakRun) -> str:

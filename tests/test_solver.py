@@ -252,6 +252,17 @@ def test_iter_solve_narrows_then_answers() -> None:
     assert progress[-1].exact
 
 
+def test_times_count_from_the_start_given() -> None:
+    # An analysis that began earlier (a cache read, a solver loaded) hands its start over:
+    # every step's and the answer's time_ms count from it, not from the solver's call.
+    s = Solver(table_bytes=SMALL_TABLE)
+    start = time.monotonic() - 10.0
+    items = list(s.iter_solve(Connect4.parse("274552224131661"), start=start))
+    assert items
+    assert all(item.time_ms >= 10_000 for item in items)
+    assert s.solve(Connect4.parse("121212")).time_ms < 10_000  # by default: from the call
+
+
 def test_the_table_survives_from_one_solve_to_the_next() -> None:
     position = Connect4.parse("2537625266615")
     child = position.copy()

@@ -1,5 +1,9 @@
-"""What a solve answers, from the raw rows: a solve answers :class:`engine.answer.Analysis`
-(and reports :class:`engine.answer.Progress`); a batch's raw rows are a :class:`Batch`.
+"""The solver's answers made of what its core returns, and the bound arithmetic.
+
+Every answer of the solver is an :class:`engine.answer.Analysis` and every step
+an :class:`engine.answer.Progress` (their contract there). Here: an unfinished
+solve's answer (:func:`unfinished`); a batch's raw rows (:class:`Batch`, each
+position's answer by :meth:`Batch.result`); :func:`settled` and :func:`weak_value`.
 
 Scores are Pons' (and :mod:`engine.game`'s): from the side to move, ``22 -
 stones`` of the winner at the win on 7x6, negative for a loss, 0 for a draw.

@@ -1,8 +1,9 @@
 """What an analysis answers: :class:`Analysis`, and :class:`Progress` while it runs.
 
-Shared by the paths that produce them (:mod:`engine.searched`, :mod:`engine.exact`)
-and by the dispatch (:mod:`engine.analysis`); the service turns them into its
-contract's models.
+The one shape of every path that produces them (the exact solver,
+:mod:`engine.solver`, for a solve, an analysis and each position of a batch;
+:mod:`engine.searched`; :mod:`engine.exact`) and of the dispatch
+(:mod:`engine.analysis`); the service turns them into its contract's models.
 """
 
 from __future__ import annotations
@@ -29,6 +30,17 @@ class Analysis:
     to its proven ``(lower, upper)`` (equal: that move is exact). Invariants:
     an estimate never contradicts a proven bound (it is clamped into it), and
     ``best_move`` is never a move proven worse than another.
+
+    The solver's own answer (:class:`engine.solver.Solver`) always has
+    ``lower`` and ``upper``; ``bounds`` and ``moves`` for an analysis of every
+    column. Where a limit came first (a deadline, a node limit, an interrupt)
+    it is not ``exact``: ``score`` is the proven ``lower``, ``depth`` is 0 (no
+    search depth was completed), ``moves`` maps each column to its proven
+    lower bound, ``best_move`` is a move not proven worse (``None`` if the
+    search named none yet) and ``note`` says so. A weak solve
+    (``weak=True``) answers only the sign: ``score``, ``lower``, ``upper``,
+    ``moves`` and ``bounds`` are in ``{-1, 0, 1}``, and ``exact`` says the
+    sign is proven.
     """
 
     best_move: int | None
@@ -50,9 +62,11 @@ class Analysis:
 class Progress:
     """A step of an analysis under way: a completed depth, or a narrower solver window.
 
-    For a solver step ``lower``/``upper`` bound the exact score, ``score`` is
-    ``lower`` and ``depth`` counts the window's narrowings; ``bounds`` (an
-    analysis of every column) each column's proven ``(lower, upper)`` so far.
+    For a solver step (:meth:`engine.solver.Solver.iter_solve`) ``lower``/``upper``
+    bound the exact score (a weak solve's: its sign), ``score`` is ``lower``,
+    ``exact`` is ``lower == upper``, ``pv`` is empty and ``depth`` counts the
+    null-window searches so far; ``bounds`` (an analysis of every column) each
+    column's proven ``(lower, upper)`` so far.
     """
 
     depth: int

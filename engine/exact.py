@@ -25,7 +25,7 @@ from engine.search import SearchLimits
 from engine.searched import searched
 
 if TYPE_CHECKING:
-    from engine.solver import Solver, SolveResult
+    from engine.solver import Solver
 
 #: Share of a time budget (or of the time to a deadline) the Connect Four solver may use
 #: before the generic search takes over.
@@ -53,38 +53,31 @@ def solve_exact(
     on_progress: ProgressCallback | None = None,
     start: float,
     seen: known.Neighbourhood | None = None,
-) -> SolveResult:
-    """The solver's result (complete or not), its window narrowings relayed as progress.
+) -> Analysis:
+    """The solver's answer (exact, or its proven bounds where a limit came first), each of its
+    steps handed to ``on_progress`` (with ``node_limit``: none). Times count from ``start``.
 
     ``seen``: the neighbourhood already read from the solver's book and cache.
     """
-    from engine.solver import SolveProgress
-
     if node_limit is not None:
         if all_moves:
-            return solver.analyze(position, deadline=deadline, node_limit=node_limit, known=seen)
-        return solver.solve(position, deadline=deadline, node_limit=node_limit, known=seen)
-    final: SolveResult | None = None
-    for item in solver.iter_solve(position, deadline=deadline, analyze=all_moves, known=seen):
-        if isinstance(item, SolveProgress):
+            return solver.analyze(
+                position, deadline=deadline, node_limit=node_limit, known=seen, start=start
+            )
+        return solver.solve(
+            position, deadline=deadline, node_limit=node_limit, known=seen, start=start
+        )
+    final: Analysis | None = None
+    for item in solver.iter_solve(
+        position, deadline=deadline, analyze=all_moves, known=seen, start=start
+    ):
+        if isinstance(item, Progress):
             if on_progress is not None:
-                on_progress(
-                    Progress(
-                        depth=item.iteration,
-                        score=item.lower,
-                        exact=item.lower == item.upper,
-                        pv=[],
-                        nodes=item.nodes,
-                        time_ms=elapsed_ms(start),
-                        lower=item.lower,
-                        upper=item.upper,
-                        bounds=item.bounds,
-                    )
-                )
+                on_progress(item)
         else:
             final = item
-    if final is None:  # the solver's iterator always ends with its result
-        raise RuntimeError("the solver ended without a result")
+    if final is None:  # the solver's iterator always ends with its answer
+        raise RuntimeError("the solver ended without an answer")
     return final
 
 
@@ -189,22 +182,8 @@ def solve_then_search(
         start=start,
         seen=seen,
     )
-    if result.complete and result.score is not None:
-        moves = dict(result.moves) if all_moves and result.moves is not None else None
-        return Analysis(
-            best_move=result.best_move,
-            score=result.score,
-            exact=True,
-            pv=list(result.pv),
-            moves=moves,
-            depth=position.width * position.height - position.ply,
-            nodes=result.nodes,
-            time_ms=elapsed_ms(start),
-            cache_hit=result.cache_hit,
-            lower=result.score,
-            upper=result.score,
-            bounds=result.bounds,
-        )
+    if result.exact:
+        return result
     what = "the time budget" if mode == "time" else "the deadline"
     by_search = searched(
         position,
@@ -218,14 +197,18 @@ def solve_then_search(
     return honest(position, by_search, result, what)
 
 
-def honest(position: Connect4, searched: Analysis, proven: SolveResult, what: str) -> Analysis:
+def honest(position: Connect4, searched: Analysis, proven: Analysis, what: str) -> Analysis:
     """A heuristic ``searched`` answer made consistent with what the solver ``proven``.
 
-    Exact columns keep their exact value; every estimate is clamped into its
-    proven bounds; the best move is the estimate's best among the columns not
-    proven worse than another; the note says what is exact and what is not.
+    ``proven``: the solver's unfinished answer (its ``lower``, ``upper`` and,
+    for an analysis of every column, ``bounds``). Exact columns keep their
+    exact value; every estimate is clamped into its proven bounds; the best
+    move is the estimate's best among the columns not proven worse than
+    another; the note says what is exact and what is not.
     """
     lower, upper = proven.lower, proven.upper
+    assert lower is not None
+    assert upper is not None
     bounds = dict(proven.bounds) if proven.bounds is not None else None
     if searched.exact:  # the search itself settled every figure
         return replace(searched, lower=searched.score, upper=searched.score)

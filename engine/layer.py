@@ -117,8 +117,7 @@ def solve_chunk(solver: Solver, notations: Sequence[str]) -> list[BookLine]:
     for i, notation in enumerate(notations):
         if batch.aborted(i):
             break
-        result = batch.result(i)
-        assert result.score is not None  # strict: an unsolved position raised
+        result = batch.result(i)  # exact: strict, so an unsolved position raised
         assert result.best_move is not None
         lines.append(BookLine(notation, result.score, result.best_move))
     return lines

@@ -198,12 +198,12 @@ def _with_solver(
         node_limit=spec.solver_nodes,
         start=start,
     )
-    if result.complete and result.best_move is not None:
+    if result.exact and result.best_move is not None:
         return MoveChoice(
             move=result.best_move,
             score=result.score,
             exact=True,
-            depth=position.width * position.height - position.ply,
+            depth=result.depth,
             nodes=result.nodes,
             time_ms=_ms(start),
         )

@@ -181,7 +181,7 @@ def test_solver_answers_book_positions_without_search(small_book: OpeningBook) -
     solver = Solver(*SMALL, table_bytes=1 << 20, book=small_book)
     for position, score, best in list(small_book.positions())[:10]:
         result = solver.solve(position)
-        assert result.complete
+        assert result.exact
         assert result.cache_hit
         assert result.nodes == 0
         assert result.score == score

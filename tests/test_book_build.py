@@ -35,7 +35,7 @@ def reference(width: int, height: int, plies: int) -> dict[str, int]:
     solved = Solver(width, height, table_bytes=16 << 20).solve_batch(
         [q.notation() for q in positions]
     )
-    return {q.key(): r.score for q, r in zip(positions, solved, strict=True) if r.score is not None}
+    return {q.key(): r.score for q, r in zip(positions, solved, strict=True) if r.exact}
 
 
 def test_workers_build_a_book_through_a_killed_builder_and_worker(
@@ -94,7 +94,7 @@ def test_workers_build_a_book_through_a_killed_builder_and_worker(
     expected.update(
         (Connect4.parse(n, "5x4").key(), r.score)
         for n, r in zip(deeper, solver.solve_batch(deeper), strict=True)
-        if r.score is not None
+        if r.exact
     )
     for child, score in after_best:  # the best move keeps the score
         kept = -child.terminal_score() if child.outcome() is not None else -expected[child.key()]

@@ -49,7 +49,7 @@ def solved(width: int, height: int, stones: int) -> dict[int, tuple[int, int]]:
     results = solver.solve_batch([p.notation() for p in positions])
     out = {}
     for k, r in zip(keys_, results, strict=True):
-        assert r.score is not None  # a complete solve
+        assert r.exact
         assert r.best_move is not None
         out[int(k)] = (r.score, r.best_move)
     return out

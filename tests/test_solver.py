@@ -10,11 +10,12 @@ import time
 
 import pytest
 
+from engine.answer import Analysis, Progress
 from engine.bench.sets import load_set
 from engine.cache import EXACT_DEPTH, CacheEntry, MemoryCache
 from engine.connect4 import Connect4
 from engine.errors import GameOverError, IllegalMoveError, NotationError
-from engine.solver import SolveProgress, Solver, SolveResult
+from engine.solver import Solver
 from engine.solver._core import CHECK_EVERY
 from tests.fixtures.waiting import wait_for
 
@@ -80,6 +81,9 @@ def test_small_boards_match_brute_force(width: int, height: int, empty: int) -> 
         p = Connect4.parse(notation, variant)
         exact = brute_force(p)
         assert result.score == exact, notation
+        assert (result.exact, result.lower, result.upper) == (True, exact, exact)
+        assert result.depth == width * height - p.ply
+        assert result.pv == [result.best_move]
         assert s.solve(p).score == exact, notation
         assert s.solve(p, weak=True).score == sign(exact), notation
         assert s.solve_batch([notation], weak=True)[0].score == sign(exact), notation
@@ -110,7 +114,7 @@ def play_out(notation: str, pv: list[int], variant: str = "7x6") -> Connect4:
     return p
 
 
-def assert_pv_reaches(notation: str, result: SolveResult, variant: str = "7x6") -> None:
+def assert_pv_reaches(notation: str, result: Analysis, variant: str = "7x6") -> None:
     """The principal variation is legal and, played to the end, realises the score."""
     start = Connect4.parse(notation, variant)
     end = play_out(notation, result.pv, variant)
@@ -129,7 +133,8 @@ def assert_pv_reaches(notation: str, result: SolveResult, variant: str = "7x6") 
 def test_small_board_pv_realises_the_score(notation: str) -> None:
     s = solver(4, 4)
     result = s.solve(Connect4.parse(notation, "4x4"))
-    assert result.complete
+    assert result.exact
+    assert result.depth == 16 - len(notation)
     assert result.score == brute_force(Connect4.parse(notation, "4x4"))
     assert_pv_reaches(notation, result, "4x4")
 
@@ -198,7 +203,9 @@ def test_analysis_agrees_with_solving_each_child() -> None:
                 assert score == -s.solve(child).score
         batch = s.solve_batch([moves], analyze=True)[0]
         assert batch.moves == result.moves
-        assert batch.score == expected
+        assert batch.bounds == result.bounds
+        assert (batch.score, batch.lower, batch.upper) == (expected, expected, expected)
+        assert (batch.exact, batch.depth) == (True, result.depth)
         assert_pv_reaches(moves, result)
 
 
@@ -225,16 +232,35 @@ def test_iter_solve_narrows_then_answers() -> None:
     s = Solver(table_bytes=SMALL_TABLE)
     items = list(s.iter_solve(Connect4.parse("274552224131661")))
     progress, result = items[:-1], items[-1]
-    assert isinstance(result, SolveResult)
+    assert isinstance(result, Analysis)
     assert result.score == 0
-    assert result.complete
+    assert result.exact
+    assert (result.lower, result.upper, result.depth) == (0, 0, 42 - 15)
     assert progress
-    assert all(isinstance(p, SolveProgress) for p in progress)
-    assert [p.iteration for p in progress] == list(range(1, len(progress) + 1))
+    assert all(isinstance(p, Progress) for p in progress)
+    assert [p.depth for p in progress] == list(range(1, len(progress) + 1))
     for before, after in itertools.pairwise(progress):
+        assert before.lower is not None
+        assert before.upper is not None
+        assert after.lower is not None
+        assert after.upper is not None
         assert before.lower <= after.lower <= 0 <= after.upper <= before.upper
         assert before.nodes <= after.nodes
+        assert before.time_ms <= after.time_ms
+    assert all(p.score == p.lower and p.exact == (p.lower == p.upper) for p in progress)
     assert progress[-1].lower == progress[-1].upper == 0
+    assert progress[-1].exact
+
+
+def test_times_count_from_the_start_given() -> None:
+    # An analysis that began earlier (a cache read, a solver loaded) hands its start over:
+    # every step's and the answer's time_ms count from it, not from the solver's call.
+    s = Solver(table_bytes=SMALL_TABLE)
+    start = time.monotonic() - 10.0
+    items = list(s.iter_solve(Connect4.parse("274552224131661"), start=start))
+    assert items
+    assert all(item.time_ms >= 10_000 for item in items)
+    assert s.solve(Connect4.parse("121212")).time_ms < 10_000  # by default: from the call
 
 
 def test_the_table_survives_from_one_solve_to_the_next() -> None:
@@ -275,7 +301,7 @@ def test_immediate_wins_and_forced_losses() -> None:
     assert (win.score, win.best_move, win.pv) == (18, 0, [0])
     # The first player holds columns 3-5 of the bottom row: two threats, the second loses.
     lost = s.solve(Connect4.parse("33445"))
-    assert (lost.score, lost.lower, lost.upper, lost.complete) == (-18, -18, -18, True)
+    assert (lost.score, lost.lower, lost.upper, lost.exact) == (-18, -18, -18, True)
     assert lost.best_move is not None
     assert s.analyze(Connect4.parse("33445")).moves == dict.fromkeys(range(7), -18)
 
@@ -288,34 +314,54 @@ def test_deadline_is_respected_on_a_hard_position() -> None:
     # the machine's speed, with the bounds proven so far.
     position = Connect4.parse("7447442311")  # past the book: seconds of solving
     deadline = time.monotonic() + 2.0
-    steps: list[SolveProgress] = []
+    steps: list[Progress] = []
     result = None
     for step in s.iter_solve(position, deadline=deadline):
-        if isinstance(step, SolveResult):
+        if isinstance(step, Analysis):
             result = step
             break
         steps.append(step)
         wait_for(lambda: time.monotonic() >= deadline, "the deadline passed", timeout=60)
     assert result is not None
     assert len(steps) == 1
-    assert not result.complete
-    assert result.score is None
+    assert_unfinished(result)
+    assert steps[0].lower is not None
+    assert steps[0].upper is not None
+    assert result.lower is not None
+    assert result.upper is not None
     assert steps[0].lower <= result.lower <= 3 <= result.upper <= steps[0].upper  # it scores 3
     assert result.nodes <= steps[0].nodes + CHECK_EVERY
     past = s.solve(Connect4.parse(""), deadline=time.monotonic() - 1)
-    assert not past.complete
+    assert_unfinished(past)
     assert past.nodes <= 1
+
+
+def assert_unfinished(result: Analysis) -> None:
+    """A solve a limit stopped: not exact, its score the proven lower bound, and it says so."""
+    assert not result.exact
+    assert result.lower is not None
+    assert result.upper is not None
+    assert result.lower <= result.upper
+    assert result.score == result.lower
+    assert result.depth == 0
+    assert "did not finish" in result.note
+    assert result.pv == ([] if result.best_move is None else [result.best_move])
 
 
 def test_node_limit_stops_the_search() -> None:
     s = Solver(table_bytes=SMALL_TABLE)
     result = s.solve(Connect4.parse("44"), node_limit=5000)
-    assert not result.complete
-    assert result.score is None
+    assert_unfinished(result)
+    assert result.moves is None
     assert 5000 <= result.nodes <= 5001
     analysis = s.analyze(Connect4.parse("44"), node_limit=5000)
-    assert not analysis.complete
+    assert_unfinished(analysis)
     assert analysis.nodes <= 5001
+    # Each column's figure is its proven lower bound; the best is one not proven worse.
+    assert analysis.bounds is not None
+    assert analysis.moves == {c: lo for c, (lo, _) in analysis.bounds.items()}
+    assert analysis.best_move is not None
+    assert analysis.moves[analysis.best_move] == analysis.score == max(analysis.moves.values())
 
 
 # -- the external cache -------------------------------------------------------------------------
@@ -338,7 +384,8 @@ def test_solve_writes_the_root_and_an_exact_hit_answers_at_once() -> None:
     hit = other.solve(Connect4.parse(MIDGAME))
     assert hit.cache_hit
     assert hit.nodes == 0
-    assert hit.complete
+    assert hit.exact
+    assert hit.depth == 42 - len(MIDGAME)
     assert (hit.score, hit.best_move) == (4, 1)
     mirror = other.solve(Connect4.parse(mirrored(MIDGAME)))
     assert mirror.cache_hit
@@ -424,7 +471,7 @@ class JunkCache:
 def test_a_broken_cache_never_breaks_a_solve(cache: object) -> None:
     s = Solver(table_bytes=SMALL_TABLE, cache=cache)  # type: ignore[arg-type]
     result = s.solve(Connect4.parse("5455174361263362"))
-    assert result.complete
+    assert result.exact
     assert result.score == -1
     assert not result.cache_hit
     assert s.analyze(Connect4.parse("5455174361263362")).score == -1
@@ -441,7 +488,7 @@ def test_another_thread_interrupts_a_running_solve_and_runs_meanwhile() -> None:
     from tests.fixtures.waiting import wait_for
 
     s = Solver(table_bytes=SMALL_TABLE)
-    results: list[SolveResult] = []
+    results: list[Analysis] = []
     started = threading.Event()
 
     def solve_the_empty_board() -> None:  # minutes of search: it cannot end on its own first
@@ -466,8 +513,9 @@ def test_another_thread_interrupts_a_running_solve_and_runs_meanwhile() -> None:
         s.interrupt()
         thread.join(timeout=0.05)
     (result,) = results
-    assert not result.complete
-    assert result.score is None
+    assert_unfinished(result)
+    assert result.lower is not None
+    assert result.upper is not None
     assert result.lower <= 1 <= result.upper  # the empty board is a first-player win by 1
     # The next solve starts with its own deadline: the interrupt does not outlive its solve.
     assert s.solve(Connect4.parse("121212")).score == 18

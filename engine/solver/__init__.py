@@ -14,7 +14,7 @@ setuptools at install into :mod:`engine.solver._core`; board size chosen at run 
 
 And in Python:
 
-* :mod:`~engine.solver.results` -- what a solve answers;
+* :mod:`~engine.solver.results` -- a batch's raw rows, an unfinished solve's answer;
 * :mod:`~engine.solver.run` -- the driver of one solve around the compiled steps;
 * :mod:`~engine.solver.cache_io` -- the book and the shared cache, read and written;
 * :mod:`~engine.solver.solver` -- :class:`Solver`, the façade;
@@ -26,11 +26,11 @@ Usage::
     from engine.solver import Solver
 
     solver = Solver()                      # 7x6, 64 MB table, kept across solves
-    result = solver.solve(Connect4.parse("4453"))
+    result = solver.solve(Connect4.parse("4453"))   # an engine.answer.Analysis
     result.score, result.best_move, result.pv
 """
 
-from engine.solver.results import Batch, SolveProgress, SolveResult
+from engine.solver.results import Batch
 from engine.solver.solver import DEFAULT_TABLE_BYTES, Solver
 
-__all__ = ["DEFAULT_TABLE_BYTES", "Batch", "SolveProgress", "SolveResult", "Solver"]
+__all__ = ["DEFAULT_TABLE_BYTES", "Batch", "Solver"]

@@ -2,10 +2,11 @@
 
 A :class:`Run` asks the compiled core (:class:`engine.solver._core.Core`)
 null-window questions (``Core.init``, then ``Core.step``) until the root's
-bounds settle, or a limit comes first;
-it reports each narrowing, the result, and a principal variation while that
-stays cheap. What the book and the shared cache know is read and written by
-:mod:`engine.solver.cache_io`, through :meth:`Run.seed` and :meth:`Run.cap`.
+bounds settle, or a limit comes first; it reports each narrowing (a
+:class:`~engine.answer.Progress`) and answers an :class:`~engine.answer.Analysis`,
+with a principal variation while that stays cheap. What the book and the shared
+cache know is read and written by :mod:`engine.solver.cache_io`, through
+:meth:`Run.seed` and :meth:`Run.cap`.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from engine.answer import Analysis, Progress
 from engine.connect4 import Connect4
 from engine.solver import cache_io
-from engine.solver.results import SolveProgress, SolveResult, settled, weak_value
+from engine.solver.results import settled, unfinished, weak_value
 
 if TYPE_CHECKING:
     from engine.solver.solver import Solver
@@ -50,7 +52,10 @@ def _weak_bounds(lo: int, hi: int) -> tuple[int, int]:
 
 
 class Run:
-    """One solve of one position: the driver loop in Python around the compiled steps."""
+    """One solve of one position: the driver loop in Python around the compiled steps.
+
+    ``start``: the ``time.monotonic()`` its answers' ``time_ms`` count from.
+    """
 
     def __init__(
         self,
@@ -59,13 +64,14 @@ class Run:
         weak: bool,
         deadline: float | None,
         node_limit: int | None,
+        start: float,
     ) -> None:
         self.solver = solver
         self.core = solver._core
         self.position = position
         self.weak = weak
         self.deadline = deadline
-        self.start = time.perf_counter()
+        self.start = start
         #: Nodes searched so far, and where the search stops (``node_limit`` from the start).
         self.nodes = 0
         self.node_limit = NO_LIMIT if node_limit is None else node_limit
@@ -77,8 +83,13 @@ class Run:
         #: (``move`` -1 if none), set by :func:`engine.solver.cache_io.read`; None if unknown.
         self.root_known: tuple[int, int, int] | None = None
 
-    def elapsed(self) -> float:
-        return time.perf_counter() - self.start
+    def elapsed_ms(self) -> float:
+        return (time.monotonic() - self.start) * 1000
+
+    def depth(self) -> int:
+        """The plies left to the end of the game: an exact answer's depth."""
+        p = self.position
+        return p.width * p.height - p.ply
 
     # -- the driver ---------------------------------------------------------------
 
@@ -100,33 +111,36 @@ class Run:
             self.iteration += 1
             yield lo, hi
 
-    def solve(self) -> Iterator[SolveProgress | SolveResult]:
+    def solve(self) -> Iterator[Progress | Analysis]:
         p = self.position
         for lo, hi in self.narrow(p.current, p.mask, p.ply):
             yield self.progress(lo, hi)
         lo, hi, best, aborted = self.state
         if aborted:
-            yield self.incomplete(lo, hi, best if best >= 0 else None)
+            lo, hi = _weak_bounds(lo, hi) if self.weak else (lo, hi)
+            yield unfinished(lo, hi, best if best >= 0 else None, self.nodes, self.elapsed_ms())
             return
         if best < 0:
             best = self.fallback_move(p)
         score = weak_value(lo, hi) if self.weak else lo
         nodes = self.nodes  # the solve's; the principal variation's searches come on top
         pv = [best] if self.weak or not self.want_pv else self.principal_variation(p, score, best)
-        result = SolveResult(
+        cache_io.write(self, score, best, {})
+        yield Analysis(
+            best_move=best,
             score=score,
+            exact=True,
+            pv=pv,
+            moves=None,
+            depth=self.depth(),
+            nodes=nodes,
+            time_ms=self.elapsed_ms(),
+            cache_hit=False,
             lower=score,
             upper=score,
-            complete=True,
-            best_move=best,
-            pv=pv,
-            nodes=nodes,
-            seconds=self.elapsed(),
         )
-        cache_io.write(self, result, {})
-        yield result
 
-    def analyze(self) -> Iterator[SolveProgress | SolveResult]:
+    def analyze(self) -> Iterator[Progress | Analysis]:
         p = self.position
         wins = set(p.winning_moves())
         legal = p.legal_moves()  # centre first
@@ -157,12 +171,12 @@ class Run:
                     )
                 lo, hi, _, aborted = self.state
                 if aborted:
-                    yield self.incomplete(
+                    yield unfinished(
                         max(lower.values()),
                         max(upper.values()),
                         _best_proven(legal, lower, upper),
-                        moves,
-                        True,
+                        self.nodes,
+                        self.elapsed_ms(),
                         _bounds(lower, upper),
                     )
                     return
@@ -176,20 +190,21 @@ class Run:
         best = next(c for c in legal if moves[c] == score)
         nodes = self.nodes  # the solve's; the principal variation's searches come on top
         pv = [best] if self.weak else self.principal_variation(p, score, best)
-        result = SolveResult(
-            score=score,
-            lower=score,
-            upper=score,
-            complete=True,
+        cache_io.write(self, score, best, moves)
+        yield Analysis(
             best_move=best,
+            score=score,
+            exact=True,
             pv=pv,
             moves=dict(sorted(moves.items())),
+            depth=self.depth(),
             nodes=nodes,
-            seconds=self.elapsed(),
+            time_ms=self.elapsed_ms(),
+            cache_hit=False,
+            lower=score,
+            upper=score,
             bounds={c: (m, m) for c, m in sorted(moves.items())},
         )
-        cache_io.write(self, result, moves)
-        yield result
 
     def progress(
         self,
@@ -197,32 +212,20 @@ class Run:
         hi: int,
         weak_units: bool = False,
         bounds: dict[int, tuple[int, int]] | None = None,
-    ) -> SolveProgress:
+    ) -> Progress:
+        """The step after a null-window search: the root's ``lo <= score <= hi`` (a weak
+        solve's in score units unless ``weak_units``: made bounds on the sign)."""
         if self.weak and not weak_units:
             lo, hi = _weak_bounds(lo, hi)
-        return SolveProgress(lo, hi, self.nodes, self.elapsed(), self.iteration, bounds)
-
-    def incomplete(
-        self,
-        lo: int,
-        hi: int,
-        best: int | None,
-        moves: dict[int, int] | None = None,
-        weak_units: bool = False,
-        bounds: dict[int, tuple[int, int]] | None = None,
-    ) -> SolveResult:
-        if self.weak and not weak_units:
-            lo, hi = _weak_bounds(lo, hi)
-        return SolveResult(
-            score=None,
+        return Progress(
+            depth=self.iteration,
+            score=lo,
+            exact=lo == hi,
+            pv=[],
+            nodes=self.nodes,
+            time_ms=self.elapsed_ms(),
             lower=lo,
             upper=hi,
-            complete=False,
-            best_move=best,
-            pv=[best] if best is not None else [],
-            moves=dict(sorted(moves.items())) if moves is not None else None,
-            nodes=self.nodes,
-            seconds=self.elapsed(),
             bounds=bounds,
         )
 

@@ -16,13 +16,15 @@ around the root (:mod:`engine.solver.cache_io`) and written after.
 same ladder, without search. So a search from shortly after the book's depth,
 or before ply 12, is a few plies away from exact answers.
 
-Scores are Pons' (and :mod:`engine.game`'s): from the side to move, ``22 -
-stones`` of the winner at the win on 7x6, negative for a loss, 0 for a draw.
-A weak solve answers only the sign: its ``score``, ``lower`` and ``upper``
-are in ``{-1, 0, 1}``.
+A solve answers an :class:`engine.answer.Analysis` and reports
+:class:`engine.answer.Progress`, the shape of every analysis (its contract
+there). Scores are Pons' (and :mod:`engine.game`'s): from the side to move,
+``22 - stones`` of the winner at the win on 7x6, negative for a loss, 0 for a
+draw. A weak solve answers only the sign: its ``score``, ``lower`` and
+``upper`` are in ``{-1, 0, 1}``.
 
-One concern per module behind it: :mod:`engine.solver.results` (what a solve
-answers), :mod:`engine.solver.run` (the driver of one solve) and
+One concern per module behind it: :mod:`engine.solver.results` (a batch's raw
+rows, and an unfinished solve's answer), :mod:`engine.solver.run` (the driver of one solve) and
 :mod:`engine.solver.cache_io` (the optional shared cache,
 :class:`engine.cache.PositionCache`: read once per solve, written after; it
 can never make a solve fail or be wrong).
@@ -36,6 +38,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from engine import known as known_
+from engine.answer import Analysis, Progress
 from engine.book import OpeningBook
 from engine.cache import PositionCache
 from engine.connect4 import Connect4
@@ -43,14 +46,14 @@ from engine.errors import NotationError
 from engine.game import require_ongoing
 from engine.solver import cache_io
 from engine.solver._core import Core
-from engine.solver.results import Batch, SolveProgress, SolveResult
+from engine.solver.results import Batch
 from engine.solver.run import NO_LIMIT, Run
 
 if TYPE_CHECKING:
     from engine.database import StoneDatabase
     from engine.known import Neighbourhood
 
-__all__ = ["DEFAULT_TABLE_BYTES", "Batch", "SolveProgress", "SolveResult", "Solver"]
+__all__ = ["DEFAULT_TABLE_BYTES", "Batch", "Solver"]
 
 #: Default size of the transposition table: 64 MB (4M entries of 8 bytes, 2 per bucket).
 DEFAULT_TABLE_BYTES = 64 << 20
@@ -141,19 +144,30 @@ class Solver:
         node_limit: int | None = None,
         pv: bool = True,
         known: Neighbourhood | None = None,
-    ) -> SolveResult:
+        start: float | None = None,
+    ) -> Analysis:
         """The exact score of ``position`` (or its sign if ``weak``), a best move and a PV.
 
+        ``exact`` with ``depth`` the plies left to the end of the game.
         ``deadline`` is absolute, on ``time.monotonic()``; it is never overrun
         by more than a fraction of a millisecond. On expiry (or after
-        ``node_limit`` nodes) the result has ``complete=False``, ``score=None``
-        and the bounds proven so far. With ``pv=False`` the line is only the
-        best move (the principal variation's searches are skipped). Raises
+        ``node_limit`` nodes, or :meth:`interrupt`) the answer is not
+        ``exact``: ``lower`` and ``upper`` are the bounds proven so far and
+        ``score`` is ``lower`` (:class:`engine.answer.Analysis` says the rest).
+        With ``pv=False`` the line is only the best move (the principal
+        variation's searches are skipped). ``start``: the ``time.monotonic()``
+        that ``time_ms`` counts from (default: this call). Raises
         ``GameOverError`` for a finished position.
         """
         return self._last(
             self.iter_solve(
-                position, weak=weak, deadline=deadline, node_limit=node_limit, pv=pv, known=known
+                position,
+                weak=weak,
+                deadline=deadline,
+                node_limit=node_limit,
+                pv=pv,
+                known=known,
+                start=start,
             )
         )
 
@@ -165,8 +179,11 @@ class Solver:
         deadline: float | None = None,
         node_limit: int | None = None,
         known: Neighbourhood | None = None,
-    ) -> SolveResult:
-        """Like :meth:`solve`, with ``moves``: every playable column's exact score (or sign)."""
+        start: float | None = None,
+    ) -> Analysis:
+        """Like :meth:`solve`, with ``moves``: every playable column's exact score (or sign),
+        and ``bounds``: each column's ``(score, score)``. Where a limit came first, each
+        column's proven ``(lower, upper)`` in ``bounds``, its lower bound in ``moves``."""
         return self._last(
             self.iter_solve(
                 position,
@@ -175,6 +192,7 @@ class Solver:
                 node_limit=node_limit,
                 analyze=True,
                 known=known,
+                start=start,
             )
         )
 
@@ -188,11 +206,17 @@ class Solver:
         node_limit: int | None = None,
         pv: bool = True,
         known: Neighbourhood | None = None,
-    ) -> Iterator[SolveProgress | SolveResult]:
-        """Yield a :class:`SolveProgress` after each null-window search, then the result.
+        start: float | None = None,
+    ) -> Iterator[Progress | Analysis]:
+        """Yield a :class:`~engine.answer.Progress` after each null-window search (and, with
+        ``analyze``, after each column settled), then the answer, an
+        :class:`~engine.answer.Analysis` (:meth:`solve`'s, or with ``analyze``
+        :meth:`analyze`'s).
 
         ``known``: ``position``'s neighbourhood as already read from this solver's
         cache (:func:`engine.known.neighbourhood`), so it is not read twice.
+        ``start``: the ``time.monotonic()`` every ``time_ms`` counts from
+        (default: this call).
 
         The lookup ladder: the core's known tiers (the book, the database) answer the
         root at once (microseconds); then the shared cache's neighbourhood seeds the
@@ -200,7 +224,9 @@ class Solver:
         """
         self._check(position)
         require_ongoing(position)
-        run = Run(self, position, weak, deadline, node_limit)
+        run = Run(
+            self, position, weak, deadline, node_limit, time.monotonic() if start is None else start
+        )
         run.want_pv = pv
         found = self._core.known(position.current, position.mask, position.ply)
         if found is not None:
@@ -223,12 +249,14 @@ class Solver:
 
     def solve_batch(
         self, notations: Sequence[str], weak: bool = False, analyze: bool = False
-    ) -> list[SolveResult]:
+    ) -> list[Analysis]:
         """Solve every notation in one compiled call (fast for many small positions).
 
         Raises the error of the first bad notation (``Connect4.parse``'s
-        message, or ``GameOverError``) before solving any. Results carry ``pv=[best_move]``; the
-        external cache is not used.
+        message, or ``GameOverError``) before solving any. Each answer is
+        exact (:meth:`Batch.result`): ``pv=[best_move]``, ``time_ms`` its time
+        inside the compiled loop, ``moves`` and ``bounds`` with ``analyze``;
+        the external cache is not used.
         """
         batch = self.run_batch(notations, weak=weak, analyze=analyze, strict=True)
         return [batch.result(i) for i in range(len(notations))]
@@ -277,7 +305,7 @@ class Solver:
         # The core's columns, in Batch's field order: status, score, lower, upper, best,
         # nodes, seconds, columns.
         columns = self._core.batch(list(notations), weak, analyze, strict, NO_LIMIT)
-        return Batch(notations, self.variant, *columns)
+        return Batch(notations, self.variant, self.width * self.height, *columns)
 
     # -- helpers ------------------------------------------------------------------
 
@@ -290,7 +318,7 @@ class Solver:
             )
 
     @staticmethod
-    def _last(items: Iterator[SolveProgress | SolveResult]) -> SolveResult:
+    def _last(items: Iterator[Progress | Analysis]) -> Analysis:
         *_, last = items
-        assert isinstance(last, SolveResult)
+        assert isinstance(last, Analysis)
         return last

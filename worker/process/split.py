@@ -101,7 +101,7 @@ def split_analysis(
     helpers = min(idle_workers(context), len(todo) - 1)
     if helpers < 1:
         return None
-    if solver.analyze(board, node_limit=QUICK_NODES, deadline=deadline).complete:
+    if solver.analyze(board, node_limit=QUICK_NODES, deadline=deadline).exact:
         return None  # cheap: the usual analysis answers from the warm table at once
     helpers = min(idle_workers(context), len(todo) - 1)  # looked at again, after that try
     if helpers < 1:
@@ -198,7 +198,7 @@ def _read(context: JobContext, c: _Column) -> bool:
 def _solve(solver: Solver, c: _Column, deadline: float) -> None:
     result = solver.solve(c.child, deadline=deadline, pv=False)  # the best column's PV: at the end
     c.nodes += result.nodes
-    if result.complete and result.score is not None:
+    if result.exact:
         c.score = -result.score
         c.pv = tuple(result.pv)
 

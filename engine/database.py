@@ -45,12 +45,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from engine.connect4 import Connect4
 from engine.errors import PlybotError
 from engine.solver import _core
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "CHUNKS_PER_PART",
@@ -112,6 +114,8 @@ class Parts:
 
         Raises :class:`DatabaseError` naming the file if it is not one of this database's.
         """
+        import numpy as np  # not at the top: opening a packed database needs none (0.13 s)
+
         data = path.read_bytes()
         head, _, body = data.partition(b"\n")
         want = (
@@ -136,6 +140,8 @@ class Parts:
 
     def write(self, index: int, slots: np.ndarray, values: np.ndarray) -> Path:
         """Write part ``index`` atomically (a kill leaves the old file or the new one)."""
+        import numpy as np
+
         order = np.argsort(slots, kind="stable")
         slots, values = slots[order].astype(np.uint32), values[order].astype(np.uint8)
         gaps = np.diff(slots, prepend=np.uint32(0)).astype("<u4")
@@ -149,6 +155,8 @@ class Parts:
 
     def dense(self) -> np.ndarray:
         """Every slot's value byte from all parts (``UNKNOWN`` where none holds it)."""
+        import numpy as np
+
         out = np.full(self.slots, UNKNOWN, dtype=np.uint8)
         for path in self.paths():
             slots, values = self.read(path)
@@ -261,6 +269,8 @@ def records_of(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Slots and value bytes of solved positions given by key (``current + mask``), score
     and a best column in the key's own orientation."""
+    import numpy as np
+
     key_array = np.fromiter(keys, dtype=np.uint64)
     raw_slots, raw_flips = _core.database_slots(
         parts.width, parts.height, parts.stones, key_array.astype("<u8").tobytes()

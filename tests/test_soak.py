@@ -5,13 +5,16 @@ samples made flat, then grown, and on its real losses if any."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import time
 
 import pytest
 
 from worker.bench.soak import (
     GROWTH,
     SoakRun,
+    _Pace,
     format_soak,
     reference_and_last,
     run_soak,
@@ -114,3 +117,16 @@ def test_the_verdict_passes_a_flat_run_and_names_each_growth(brief: SoakRun) -> 
     lost = _flat(brief)
     lost.counts["analyses"]["lost"] += 1
     assert verdict(lost) == ["loss: 1 analyses lost"]
+
+
+def test_a_lane_behind_its_pace_goes_at_once_and_drops_the_slots_it_missed() -> None:
+    """The soak's offered load is fixed: a lane late by ten slots does not send ten requests
+    in a burst; its next slot is the first one still ahead."""
+    pace = _Pace(every=60.0)
+    pace.due -= 600.5  # ten slots and a half ago
+    before = time.monotonic()
+    asyncio.run(pace.next())  # at once: a sleep would be of up to a minute
+    after = time.monotonic()
+    taken = pace.due - 60.0
+    assert before - 60.0 < taken <= after  # the slot taken: the last one due, within a slot
+    assert pace.due > before  # the next: ahead, not one of the ten missed

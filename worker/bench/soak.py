@@ -2,7 +2,9 @@
 
 :func:`run_soak` starts the service as the chaos phases do (:class:`worker.bench.chaos._Service`:
 a Redis of its own, append-only, and ``plybot up`` on free ports) and, for ``minutes``,
-keeps it busy with what its clients do, all at once:
+keeps it busy with what its clients do, all at once, each lane at a fixed rate of arrivals
+(:class:`_Pace`; a closed loop's throughput, and with it the keys Redis keeps for the last
+result TTL's jobs, would follow whatever else the machine does):
 
 * **analyses**: exact solves of Pons' benchmark positions (every answer's score checked
   against the set), followed by a long poll, an event stream, or a webhook to a local
@@ -89,6 +91,13 @@ HOOK_SECRET = "soak-webhook-secret"
 #: Analysis lanes and game lanes running at once.
 ANALYSIS_LANES = 4
 GAME_LANES = 2
+#: Each analysis lane asks for an analysis every this many seconds, and each game lane makes a
+#: move (or starts a game) every this many: a fixed offered load, about 400 analyses and 400
+#: bot moves a minute, well below what 2 workers answer (about 1,100-1,300 jobs a minute in the
+#: closed-loop runs). At a fixed rate of arrivals the keys Redis keeps for the last result TTL's
+#: jobs are flat whatever the machine's other load does to the service's speed.
+ANALYSIS_EVERY_S = 0.6
+MOVE_EVERY_S = 0.3
 #: Slow clients opened at once, a window apart.
 SLOW_CLIENTS = 10
 
@@ -314,6 +323,26 @@ class _Receiver:
 # -- the load -----------------------------------------------------------------------------
 
 
+class _Pace:
+    """A lane's fixed rate of arrivals: its k-th request is due ``k * every`` seconds after
+    its start. A lane whose request outlasted its slot goes at once and drops the slots it
+    missed (no burst to catch up), so the offered load never exceeds ``1 / every`` a second
+    and falls below it only where the service is slower than the rate."""
+
+    def __init__(self, every: float, phase: float = 0.0) -> None:
+        self.every = every
+        self.due = time.monotonic() + phase
+
+    async def next(self) -> None:
+        """Wait for this lane's next slot."""
+        now = time.monotonic()
+        if self.due > now:
+            await asyncio.sleep(self.due - now)
+        else:
+            self.due += (now - self.due) // self.every * self.every  # the missed slots dropped
+        self.due += self.every
+
+
 class _Soak:
     def __init__(self, service: _Service, run: SoakRun, positions: Positions) -> None:
         self.service = service
@@ -356,8 +385,10 @@ class _Soak:
 
     async def analysis_lane(self, http: httpx.AsyncClient, lane: int) -> None:
         head = {"X-API-Key": lane_key(lane)}
+        pace = _Pace(ANALYSIS_EVERY_S, phase=lane * ANALYSIS_EVERY_S / ANALYSIS_LANES)
         n = 0
         while self.running():
+            await pace.next()
             position, score = self.positions[self.next_position % len(self.positions)]
             self.next_position += 1
             style = ("poll", "events", "webhook")[(lane + n) % 3]
@@ -370,7 +401,6 @@ class _Soak:
             except httpx.HTTPError as exc:
                 self.count("analyses", "unanswered")
                 self.note(f"analysis ({style}): {_what_failed(exc)}")
-            await asyncio.sleep(0.2)  # a client's pause between requests: the load, not a wait
 
     async def one_analysis(
         self, http: httpx.AsyncClient, head: dict[str, str], body: dict[str, Any], score: int,
@@ -474,21 +504,24 @@ class _Soak:
 
     async def game_lane(self, http: httpx.AsyncClient, lane: int) -> None:
         head = {"X-API-Key": lane_key(ANALYSIS_LANES + lane)}
+        pace = _Pace(MOVE_EVERY_S, phase=lane * MOVE_EVERY_S / GAME_LANES)
         n = 0
         while self.running():
             game, level = (("tictactoe", "hard"), ("connect4", "easy"))[(lane + n) % 2]
             first = ("human", "bot")[n % 2]
             n += 1
             try:
-                await self.one_game(http, head, game, level, first)
+                await self.one_game(http, head, pace, game, level, first)
             except httpx.HTTPError as exc:
                 self.count("moves", "unanswered")
                 self.note(f"game: {_what_failed(exc)}")
-            await asyncio.sleep(0.2)
 
     async def one_game(
-        self, http: httpx.AsyncClient, head: dict[str, str], game: str, level: str, first: str
-    ) -> None:
+        self, http: httpx.AsyncClient, head: dict[str, str], pace: _Pace, game: str, level: str,
+        first: str,
+    ) -> None:  # fmt: skip
+        """One game to its end (or the run's), its start and each of its moves at ``pace``."""
+        await pace.next()
         asked = time.monotonic()
         r = await http.post(
             "/v1/games", json={"game": game, "level": level, "first": first}, headers=head
@@ -501,6 +534,7 @@ class _Soak:
             view = await self.bot_reply(http, head, view, asked)
         while view is not None and view["status"] == "ongoing" and self.running():
             move = view["legal_moves"][len(view["moves"]) % len(view["legal_moves"])]
+            await pace.next()
             asked = time.monotonic()
             r = await http.post(f"/v1/games/{view['id']}/moves", json={"move": move},
                                 headers=head)  # fmt: skip

@@ -33,6 +33,9 @@ MIN_TABLE_BYTES = 1 << 16
 #: region, a quarter of it) for each, however long it serves them. Measured on 5x5 to 8x6,
 #: 2 MB searches at most 6% more nodes than 4 MB, and no more time (the table stays in cache).
 OTHER_BOARD_TABLE_BYTES = 2 << 20
+#: Such a table with its near-end region (a quarter of it): the largest the pool keeps from job
+#: to job; a larger one (a board of 58 key bits or more) is dropped after each (:meth:`release`).
+OTHER_BOARD_KEPT_BYTES = OTHER_BOARD_TABLE_BYTES + OTHER_BOARD_TABLE_BYTES // 4
 
 
 class SolverPool:
@@ -75,7 +78,8 @@ class SolverPool:
     ) -> Solver:
         """The solver of this board size made with ``cache`` (any cache if ``any_cache``).
 
-        Made and warmed up (:meth:`Solver.warm_up`) if there is none; solvers of
+        Made if there is none, and warmed up (:meth:`Solver.warm_up`: its table faulted in)
+        if the pool keeps it from job to job; solvers of
         other sizes are dropped, least recently used first, until its table fits
         in the budget with theirs.
         """
@@ -100,9 +104,15 @@ class SolverPool:
         solver = Solver(
             width, height, table_bytes=wanted, cache=cache, book=book, database=database
         )
-        solver.warm_up()
+        if self._kept(size, solver):  # a table dropped after each job faults in as written
+            solver.warm_up()
         self._solvers[size] = solver
         return solver
+
+    @staticmethod
+    def _kept(size: tuple[int, int], solver: Solver) -> bool:
+        """Whether ``solver`` is kept from job to job (:meth:`release` drops the others)."""
+        return size == (7, 6) or solver.table_bytes <= OTHER_BOARD_KEPT_BYTES
 
     def warm(
         self, width: int, height: int, cache: PositionCache | None, *, any_cache: bool = False
@@ -121,9 +131,8 @@ class SolverPool:
         buckets in each region (``table.h``), 128 MB for 8x7. Their tables are unmapped;
         the next solve of such a size makes its solver again (its table is faulted in as it
         is written)."""
-        keep = OTHER_BOARD_TABLE_BYTES + OTHER_BOARD_TABLE_BYTES // 4
         for size, solver in list(self._solvers.items()):
-            if size != (7, 6) and solver.table_bytes > keep:
+            if not self._kept(size, solver):
                 del self._solvers[size]
 
     def table_bytes(self) -> int:

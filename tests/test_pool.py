@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import os
+
+import pytest
+
 from engine.cache import MemoryCache
+from engine.connect4 import Connect4
 from engine.pool import MIN_TABLE_BYTES, OTHER_BOARD_TABLE_BYTES, SolverPool
+from engine.solver import Solver
 from engine.solver._core import NEAR_END_BYTES
 
 
@@ -53,3 +59,38 @@ def test_release_drops_only_the_tables_that_keys_made_large() -> None:
     assert pool.warm(5, 4, None) is small
     assert pool.warm(7, 6, None) is main
     assert pool.solver(8, 7, None).table_bytes == 128 << 20  # made again when asked again
+
+
+def _resident_bytes() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="reads /proc (Linux)")
+def test_warm_up_faults_the_whole_table_in_and_keeps_what_it_holds() -> None:
+    """A worker's solver pays its table's page faults once, at warm-up, not in its first
+    searches; what the table held is still there."""
+    solver = Solver(table_bytes=32 << 20)
+    p = Connect4.parse("4453")
+    key, empty = p.current + p.mask, p.width * p.height - p.ply
+    solver._core.put(key, empty, -3, -1, 2, 20)  # as the search stores a node
+    entry = solver._core.get(key, empty)
+    assert entry != 0
+    before = _resident_bytes()
+    solver.warm_up()
+    assert _resident_bytes() - before > (32 << 20) * 9 // 10  # the pages the solve left out
+    assert solver._core.get(key, empty) == entry
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="reads /proc (Linux)")
+def test_the_pool_warms_the_tables_it_keeps_and_not_one_it_drops_after_each_job() -> None:
+    pool = SolverPool(table_bytes=16 << 20)
+    before = _resident_bytes()
+    big = pool.solver(8, 7, None)  # 58 key bits: at least 128 MB, dropped after each job
+    assert big.table_bytes >= 128 << 20
+    assert _resident_bytes() - before < 16 << 20  # left to fault in as it is written
+    pool.release()
+    assert pool.warm(8, 7, None) is None
+    before = _resident_bytes()
+    pool.solver(7, 6, None)  # kept: its 16 MB table (and near-end region) faulted in now
+    assert _resident_bytes() - before > 16 << 20

@@ -25,7 +25,11 @@ if TYPE_CHECKING:
     from engine.solver.solver import Solver
 
 #: The principal variation may cost this many nodes, or as many as the solve, whichever is more.
-PV_MIN_NODES = 200_000
+#: Where the book and the database answer the root, the line is lookups until it leaves them,
+#: and then each step is a search of its own: 200,000 nodes made an analysis of plies 1-8 take
+#: 7-25 ms for lines mostly no longer (median lengths the same from 2,000 to 200,000 nodes on
+#: positions of random games), where 2,000 nodes take about 0.2 ms.
+PV_MIN_NODES = 2_000
 
 #: A node limit that is never reached.
 NO_LIMIT = 1 << 62

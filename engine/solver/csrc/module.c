@@ -409,6 +409,13 @@ static PyObject *Core_reset(Core *self, PyObject *Py_UNUSED(ignored)) {
     Py_RETURN_NONE;
 }
 
+static PyObject *Core_populate(Core *self, PyObject *Py_UNUSED(ignored)) {
+    Py_BEGIN_ALLOW_THREADS
+    table_populate(&self->t);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
 static PyObject *Core_get_deadline(Core *self, void *Py_UNUSED(c)) {
     return PyFloat_FromDouble(self->deadline);
 }
@@ -444,6 +451,8 @@ static PyMethodDef Core_methods[] = {
     {"interrupt", (PyCFunction)Core_interrupt, METH_NOARGS,
      "End the search in progress (safe from any thread): the deadline becomes -inf."},
     {"reset", (PyCFunction)Core_reset, METH_NOARGS, "Forget everything the table holds."},
+    {"populate", (PyCFunction)Core_populate, METH_NOARGS,
+     "Fault every page of the table in now (what it holds unchanged)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -75,6 +75,11 @@ int table_init(Table *t, const Geometry *g, size_t table_bytes, int near_end_cel
 void table_free(Table *t);
 void table_reset(Table *t);
 
+/* Fault every page of the table in now, its contents unchanged: for a table
+ * that will be filled anyway (a worker's), so that its first searches do not
+ * pay a page fault, each a 2 MB page zeroed, at their first probes. */
+void table_populate(Table *t);
+
 static inline size_t table_slot(const Table *t, const Geometry *g, bitboard key, int empty,
                                 uint64_t *check) {
     const uint64_t h = (key * TABLE_ODD) & g->kmask;

@@ -47,14 +47,19 @@ class SolverPool:
         self._solvers: OrderedDict[tuple[int, int], Solver] = OrderedDict()
         self.table_bytes_each = table_bytes
         self.budget_bytes = budget_bytes
+        self.database = True
 
-    def configure(self, *, table_bytes: int, budget_bytes: int | None) -> None:
-        """Set the table a board size gets and the budget of all tables (``None``: unbounded).
+    def configure(
+        self, *, table_bytes: int, budget_bytes: int | None, database: bool = True
+    ) -> None:
+        """Set the table a board size gets, the budget of all tables (``None``: unbounded) and
+        whether solvers read the shipped database (else the book alone).
 
-        Solvers already made keep their tables; the budget applies when one is made.
+        Solvers already made keep their tables and what they read; these apply when one is made.
         """
         self.table_bytes_each = table_bytes
         self.budget_bytes = budget_bytes
+        self.database = database
 
     def table_bytes_for(self, width: int, height: int) -> int:
         """The table a board size gets: the configured size for 7x6, at most
@@ -100,7 +105,7 @@ class SolverPool:
             ):
                 self._solvers.popitem(last=False)  # its table is unmapped once it is dropped
         book = shipped_book(width, height)
-        database = shipped_database(width, height)
+        database = shipped_database(width, height) if self.database else None
         solver = Solver(
             width, height, table_bytes=wanted, cache=cache, book=book, database=database
         )

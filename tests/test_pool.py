@@ -8,6 +8,7 @@ import pytest
 
 from engine.cache import MemoryCache
 from engine.connect4 import Connect4
+from engine.database import shipped_database
 from engine.pool import MIN_TABLE_BYTES, OTHER_BOARD_TABLE_BYTES, SolverPool
 from engine.solver import Solver
 from engine.solver._core import NEAR_END_BYTES
@@ -94,3 +95,13 @@ def test_the_pool_warms_the_tables_it_keeps_and_not_one_it_drops_after_each_job(
     before = _resident_bytes()
     pool.solver(7, 6, None)  # kept: its 16 MB table (and near-end region) faulted in now
     assert _resident_bytes() - before > 16 << 20
+
+
+def test_the_pool_reads_the_database_unless_told_not_to() -> None:
+    pool = SolverPool(table_bytes=1 << 20)
+    assert pool.solver(7, 6, None).database is shipped_database(7, 6)
+    pool = SolverPool(table_bytes=1 << 20)
+    pool.configure(table_bytes=1 << 20, budget_bytes=None, database=False)
+    solver = pool.solver(7, 6, None)
+    assert solver.database is None
+    assert solver.book is not None  # the book alone

@@ -19,6 +19,7 @@ import pytest
 import redis
 
 from tests.fixtures.positions import SLOW
+from tests.fixtures.service import NO_DATABASE
 from tests.fixtures.waiting import wait_for
 from worker.core.contract import AnalysisRequest, JobState, MoveRequest
 from worker.core.jobstore import JobStore
@@ -64,7 +65,9 @@ def pools() -> Iterator[list[WorkerPool]]:
 def start_pool(
     pools: list[WorkerPool], url: str, count: int, env: dict[str, str] | None = None
 ) -> WorkerPool:
-    pool = WorkerPool(url, count, env={"PLYBOT_WORKER_LEASE_S": str(LEASE_S), **(env or {})})
+    pool = WorkerPool(
+        url, count, env={**NO_DATABASE, "PLYBOT_WORKER_LEASE_S": str(LEASE_S), **(env or {})}
+    )
     pools.append(pool)
     return pool
 

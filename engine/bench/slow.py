@@ -7,6 +7,11 @@ book the project builds soon, sampled uniformly (``engine.sampling``, seed 11) a
 where a plain solve took 1.6-5.6 s on one core of a 2-core machine here, with a fresh 64 MB
 table (an exact analysis of every column 3.2-9.6 s). Users that share a Redis or a process
 take different ones, so the shared cache or a solver's table never answers one at once.
+
+They are slow only without the 12-stone database: a ply-10 search reaches 12 stones two plies
+down, so the database answers such a position in milliseconds once it holds that part of the
+layer. Whoever relies on them runs its solvers without it (the workers' setting
+``PLYBOT_SOLVER_DATABASE=false``: the test suite's workers and ``plybot chaos`` do).
 """
 
 from __future__ import annotations

@@ -120,6 +120,9 @@ class _Service:
             "PLYBOT_API_MAX_WAITS": str(MAX_LANES + 16),
             # One key for the phases' own requests, one per client of the load phase.
             "PLYBOT_API_KEYS": ",".join([CHAOS_KEY, *(lane_key(i) for i in range(MAX_LANES))]),
+            # The long solves that keep a worker busy to be killed, hung or canceled
+            # (engine.bench.slow, ply 10) are long only without the 12-stone database.
+            "PLYBOT_SOLVER_DATABASE": "false",
             **(env or {}),
         }
         self.log_path = outdir / "up.log"

@@ -194,6 +194,12 @@ class Settings(BaseSettings):
         "makes way for a fresh process; 0: never. Keep it well above the solver tables' budget "
         "(a book build's table, `book_table_mb`, counts on top of it).",
     )
+    solver_database: bool = Field(
+        True,
+        description="Read the shipped 12-stone database inside the search (off: the opening "
+        "book alone). For tests and fault drills that need a solve of seconds at ply 10 "
+        "(`engine.bench.slow`), which the database answers in milliseconds once it holds them.",
+    )
     solver_fresh_table: bool = Field(
         False,
         description="Clear the solver's table after each job (and at start), so a job's work "

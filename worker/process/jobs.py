@@ -163,7 +163,9 @@ def _solver(board: Game, cache: PositionCache | None) -> Any:
         return None
     settings = _settings()
     solvers.configure(
-        table_bytes=settings.solver_table_mb << 20, budget_bytes=settings.worker_table_mb << 20
+        table_bytes=settings.solver_table_mb << 20,
+        budget_bytes=settings.worker_table_mb << 20,
+        database=settings.solver_database,
     )
     return solvers.solver(board.width, board.height, cache)
 

@@ -185,12 +185,13 @@ def test_an_ended_jobs_records_are_kept_as_long_as_its_result(
     # keys level off (the soak's growing keys, then its plybot:dedupe).
     async def go() -> None:
         async with JobClient(redis_url) as client:
-            worker_pool(1)
             request = AnalysisRequest(game="connect4", position="4453", mode="depth", depth=3)
             job_id = await client.submit(request)
+            # Looked at before any worker is up: a tiny job may otherwise have ended already.
             held = clean_redis.ttl(keys.job(job_id))
             assert held > client.settings.result_ttl_s  # its runs, then its result's retention
             assert clean_redis.get(keys.dedupe(request.dedupe_key())) == job_id.encode()
+            worker_pool(1)
             await client.result(job_id, timeout=60)
             wait_for(
                 lambda: 0 < clean_redis.ttl(keys.job(job_id)) <= client.settings.result_ttl_s,

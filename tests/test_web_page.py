@@ -802,8 +802,14 @@ def test_confirmations_turns_and_announcements(browser: Browser, site: str) -> N
     new_game_in_page(browser, "tictactoe", "perfect", "human")
     status = browser.driver.find_element("id", "play-status")
     browser.wait(lambda _d: status.text.startswith("Your move"), timeout=60)
-    numbers = browser.js(
-        "return [...document.querySelectorAll('#play-board .cellnum')].map((n) => n.textContent)"
+    # The board is drawn after the status line: wait for its cells, then read their numbers.
+    numbers = browser.wait(
+        lambda _d: browser.js(
+            "return [...document.querySelectorAll('#play-board .cellnum')]"
+            ".map((n) => n.textContent)"
+        ),
+        timeout=60,
+        message="the cells' numbers were never drawn",
     )
     assert numbers == [str(i) for i in range(1, 10)]
 

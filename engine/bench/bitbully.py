@@ -137,7 +137,7 @@ def run(
     """Measure every ply of ``plies``, printing a row per ply as it is done."""
     from engine.pool import default_solver
 
-    default_solver(7, 6).warm_up()
+    default_solver(7, 6)  # made and warmed by the pool (its table faulted in), as a worker's
     plybot_scores(Connect4())  # warm, as the peer is
     peer = Peer(python)
     figures: list[PlyFigures] = []

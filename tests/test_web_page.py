@@ -244,6 +244,11 @@ def test_the_pages_rules_agree_with_the_engine(browser: Browser, site: str) -> N
 
 def new_game_in_page(browser: Browser, game: str, level: str, first: str | None = None) -> None:
     """Start a game in the play view (``first``: "human" or "bot"; None keeps the form's)."""
+    # A stored game is loaded first (New game is disabled meanwhile): a click before
+    # then would be dropped, and the stored game would come back over the new one.
+    browser.wait(
+        lambda _d: browser.js("return !window.plybot.player.busy"), message="the page stayed busy"
+    )
     browser.driver.find_element("css selector", f"#play-game option[value={game}]").click()
     browser.driver.find_element("css selector", f"#play-level option[value={level}]").click()
     if first is not None:
@@ -903,6 +908,48 @@ def test_take_back_in_a_game_against_the_bot(browser: Browser, site: str) -> Non
     assert (session["moves"], session["turn"], session["takebacks"]) == ([], "human", 1)
     assert not takeback.is_displayed()
     assert board_cells(browser, "play") == engine_cells("tictactoe", "")
+
+
+# Holds the page's GET of a stored game (not its ?wait= polls) until released.
+HOLD_RESTORE = """
+window.__held = [];
+const realFetch = window.fetch.bind(window);
+window.fetch = (url, init) => {
+  const plain = /\\/v1\\/games\\/[^/?]+$/.test(String(url)) && (!init || !init.method || init.method === "GET");
+  if (!plain) return realFetch(url, init);
+  return new Promise((resolve) => window.__held.push(() => resolve(realFetch(url, init))));
+};
+"""
+
+
+def test_a_stored_game_loads_before_new_game_can_be_pressed(browser: Browser, site: str) -> None:
+    """While the page loads the stored game, it says so and New game is disabled: a
+    click is never dropped, and the stored game never comes back over a new one."""
+    open_page(browser, site + "/#/play")
+    new_game_in_page(browser, "tictactoe", "easy", "human")
+    status = browser.driver.find_element("id", "play-status")
+    browser.wait(lambda _d: status.text.startswith("Your move"), timeout=60)
+    stored = browser.js("return window.plybot.player.session.id")
+
+    script = browser.driver.execute_cdp_cmd(
+        "Page.addScriptToEvaluateOnNewDocument", {"source": HOLD_RESTORE}
+    )
+    try:
+        open_page(browser, site + "/#/play")
+        browser.wait(lambda _d: browser.js("return window.__held.length") == 1, message="no GET")
+        status = browser.driver.find_element("id", "play-status")
+        new = browser.driver.find_element("id", "play-new")
+        assert status.text == "Loading your game…"
+        assert not new.is_enabled()
+        browser.js("window.__held.forEach((release) => release())")
+        browser.wait(lambda _d: new.is_enabled(), timeout=60, message="New game stayed disabled")
+        assert status.text.startswith("Your move")
+        assert browser.js("return window.plybot.player.session.id") == stored
+    finally:
+        browser.driver.execute_cdp_cmd(
+            "Page.removeScriptToEvaluateOnNewDocument", {"identifier": script["identifier"]}
+        )
+    assert browser.errors() == []
 
 
 def click_tree_move(browser: Browser, path: str) -> None:

@@ -63,7 +63,11 @@ export class Player {
   async restore() {
     const id = localStorage.getItem(GAME_KEY);
     if (!id || this.session) return;
+    // Busy (and drawn so: New game is disabled) until the game is back, so a click on
+    // New game is not silently dropped and the stored game cannot replace a new one.
     this.busy = true;
+    this.status = "Loading your game…";
+    this.render();
     try {
       this.adopt(await request("GET", `/v1/games/${encodeURIComponent(id)}`));
       this.announced = this.position.ply; // not news: it was on the board before the reload
@@ -75,6 +79,7 @@ export class Player {
       else this.fail(err, "Could not load your game.");
     } finally {
       this.busy = false;
+      if (!this.session) this.status = this.describe();
       this.render();
     }
   }

@@ -915,7 +915,8 @@ HOLD_RESTORE = """
 window.__held = [];
 const realFetch = window.fetch.bind(window);
 window.fetch = (url, init) => {
-  const plain = /\\/v1\\/games\\/[^/?]+$/.test(String(url)) && (!init || !init.method || init.method === "GET");
+  const get = !init || !init.method || init.method === "GET";
+  const plain = get && /\\/v1\\/games\\/[^/?]+$/.test(String(url));
   if (!plain) return realFetch(url, init);
   return new Promise((resolve) => window.__held.push(() => resolve(realFetch(url, init))));
 };

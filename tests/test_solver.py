@@ -139,6 +139,26 @@ def test_small_board_pv_realises_the_score(notation: str) -> None:
     assert_pv_reaches(notation, result, "4x4")
 
 
+def test_the_line_stops_at_its_node_limit_and_keeps_what_it_found() -> None:
+    """``Core.line`` walks the principal variation to the end of the game; with its node
+    limit reached it stops, says so, and keeps the moves found so far (each legal)."""
+    notation = "4455"
+    s = Solver(5, 4, table_bytes=SMALL_TABLE)
+    p = Connect4.parse(notation, "5x4")
+    score = brute_force(p)
+    whole, aborted, nodes = s._core.line(p.current, p.mask, p.ply, score, 0, 1 << 62)
+    assert not aborted and nodes > 0
+    line = Analysis(whole[0], score, True, whole, None, 0, nodes, 0.0, False)
+    assert_pv_reaches(notation, line, "5x4")
+
+    s._core.reset()
+    part, aborted, spent = s._core.line(p.current, p.mask, p.ply, score, 0, 1)
+    assert aborted
+    assert spent >= 1
+    assert len(part) < len(whole)
+    play_out(notation, part, "5x4")  # every move it kept is legal
+
+
 # -- Pons' benchmark sets -----------------------------------------------------------------------
 
 

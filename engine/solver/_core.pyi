@@ -48,6 +48,10 @@ class Core:
         nodes: int,
         node_limit: int,
     ) -> tuple[int, int, int, bool, int]: ...
+    def children(self, cur: int, mask: int, ply: int) -> list[tuple[int, int] | None]: ...
+    def line(
+        self, cur: int, mask: int, ply: int, score: int, nodes: int, node_limit: int
+    ) -> tuple[list[int], bool, int]: ...
     def batch(
         self, notations: list[str], weak: bool, analyze: bool, strict: bool, node_limit: int
     ) -> tuple[

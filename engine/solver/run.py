@@ -146,7 +146,6 @@ class Run:
 
     def analyze(self) -> Iterator[Progress | Analysis]:
         p = self.position
-        wins = set(p.winning_moves())
         legal = p.legal_moves()  # centre first
         # Bounds of each column's value from our side (weak: of its sign).
         floor, ceiling = (-1, 1) if self.weak else p.score_range()
@@ -156,13 +155,19 @@ class Run:
         known = None if self.weak else self.root_known
         lower = dict.fromkeys(legal, floor)
         upper = dict.fromkeys(legal, ceiling if known is None else min(ceiling, known[1]))
+        # The columns settled before any search (a win now, the book, the database, the
+        # table), in one compiled call: no search, no progress of their own.
         moves: dict[int, int] = {}
-        for column in legal:
-            if column in wins:
-                moves[column] = ceiling  # a win now: the best there is (weak: 1)
+        for column, bounds in enumerate(self.core.children(p.current, p.mask, p.ply)):
+            if bounds is not None and bounds[0] == bounds[1]:
+                value = bounds[0]
+                moves[column] = (value > 0) - (value < 0) if self.weak else value
             elif known is not None and known[0] == known[1] and column == known[2]:
                 moves[column] = known[0]
-            else:
+        for column, value in moves.items():
+            lower[column] = upper[column] = value
+        for column in legal:
+            if column not in moves:
                 child = p.copy()
                 child.push(column)
                 if known is not None:
@@ -185,11 +190,11 @@ class Run:
                     )
                     return
                 moves[column] = -(weak_value(lo, hi) if self.weak else lo)
-            lower[column] = upper[column] = moves[column]
-            # Each column as it is settled: a caller shows it at once.
-            yield self.progress(
-                max(lower.values()), max(upper.values()), True, _bounds(lower, upper)
-            )
+                lower[column] = upper[column] = moves[column]
+                # Each column as its search settles it: a caller shows it at once.
+                yield self.progress(
+                    max(lower.values()), max(upper.values()), True, _bounds(lower, upper)
+                )
         score = max(moves.values())
         best = next(c for c in legal if moves[c] == score)
         nodes = self.nodes  # the solve's; the principal variation's searches come on top
@@ -245,29 +250,20 @@ class Run:
     def principal_variation(self, p: Connect4, score: int, best: int) -> list[int]:
         """The line from ``best`` to the end of the game, while it stays cheap.
 
-        At each position of known score ``s`` one null-window search with the
-        window ``(s - 1, s)`` fails high on a move that reaches ``s``.
+        Walked by the core (:meth:`Core.line`): at each position of known score ``s``
+        the move the book, the database or the table names, else one null-window
+        search with the window ``(s - 1, s)`` names a move that reaches ``s``.
         """
         budget = max(PV_MIN_NODES, self.nodes)
         self.node_limit = min(self.node_limit, self.nodes + budget)
-        line = [best]
         q = p.copy()
         q.push(best)
-        s = -score
-        while q.outcome() is None:
-            lo, hi, move = self.core.init(q.current, q.mask, q.ply)
-            if not (lo == hi == s and move >= 0):
-                lo, hi, move, aborted, self.nodes = self.core.step(
-                    q.current, q.mask, q.ply, s - 1, s, -1, False, self.nodes, self.node_limit
-                )
-                if aborted:
-                    break
-                if move < 0:
-                    move = self.fallback_move(q)
-            line.append(move)
-            q.push(move)
-            s = -s
-        return line
+        if q.outcome() is not None:
+            return [best]
+        rest, _aborted, self.nodes = self.core.line(
+            q.current, q.mask, q.ply, -score, self.nodes, self.node_limit
+        )
+        return [best, *rest]
 
     # -- what is known, put in the table ------------------------------------------
 

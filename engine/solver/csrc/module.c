@@ -142,6 +142,74 @@ static PyObject *Core_step(Core *self, PyObject *args) {
                          (long long)s.nodes);
 }
 
+PyDoc_STRVAR(children_doc,
+             "children(cur, mask, ply) -> [(lo, hi) or None, ...]\n\n"
+             "For each column (None: full), bounds of its value to the side to move, from\n"
+             "the rules, what is known and the table, before any search: init() of the\n"
+             "child, negated (a win now: exact). Precondition: the position is not finished.");
+static PyObject *Core_children(Core *self, PyObject *args) {
+    PyObject *co, *mo;
+    int ply;
+    bitboard cur, mask;
+    if (!PyArg_ParseTuple(args, "OOi", &co, &mo, &ply) || !arg_bitboard(co, &cur) ||
+        !arg_bitboard(mo, &mask))
+        return NULL;
+    const Geometry *g = &self->g;
+    if (ply < 0 || ply >= g->cells)
+        return PyErr_Format(PyExc_ValueError, "ply %d: the position is finished", ply);
+    const bitboard moves = possible(g, mask);
+    const bitboard wins = winning_cells(g, cur, mask) & moves;
+    PyObject *out = PyList_New(g->width);
+    if (!out) return NULL;
+    for (int c = 0; c < g->width; c++) {
+        const bitboard move = moves & g->colmask[c];
+        PyObject *item;
+        if (!move) {
+            item = Py_None;
+            Py_INCREF(item);
+        } else if (wins & move) {
+            const int v = score_win_now(g, ply);
+            item = Py_BuildValue("ii", v, v);
+        } else {
+            const Bounds b = root_init(g, &self->t, &self->known, cur ^ mask, mask | move, ply + 1);
+            item = Py_BuildValue("ii", -b.hi, -b.lo);
+        }
+        if (!item) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, c, item);
+    }
+    return out;
+}
+
+PyDoc_STRVAR(line_doc,
+             "line(cur, mask, ply, score, nodes, node_limit) -> (moves, aborted, nodes)\n\n"
+             "The principal variation of a position whose exact score is `score` (from\n"
+             "its side to move; precondition: not finished): its columns until the game\n"
+             "ends, or as far as it got once the node limit or the deadline came.");
+static PyObject *Core_line(Core *self, PyObject *args) {
+    PyObject *co, *mo;
+    int ply, score;
+    long long nodes, node_limit;
+    bitboard cur, mask;
+    if (!PyArg_ParseTuple(args, "OOiiLL", &co, &mo, &ply, &score, &nodes, &node_limit) ||
+        !arg_bitboard(co, &cur) || !arg_bitboard(mo, &mask))
+        return NULL;
+    if (ply < 0 || ply >= self->g.cells)
+        return PyErr_Format(PyExc_ValueError, "ply %d: the position is finished", ply);
+    int line[64];
+    int n;
+    Search s = new_search(self, nodes, node_limit);
+    Py_BEGIN_ALLOW_THREADS
+    n = principal_line(&s, cur, mask, ply, score, line);
+    Py_END_ALLOW_THREADS
+    PyObject *moves = PyList_New(n);
+    if (!moves) return NULL;
+    for (int i = 0; i < n; i++) PyList_SET_ITEM(moves, i, PyLong_FromLong(line[i]));
+    return Py_BuildValue("NNL", moves, PyBool_FromLong(s.aborted), (long long)s.nodes);
+}
+
 enum { F_STATUS, F_SCORE, F_LOWER, F_UPPER, F_BEST, F_NODES, FIELDS };
 
 PyDoc_STRVAR(batch_doc,
@@ -441,6 +509,8 @@ static PyMethodDef Core_methods[] = {
     {"init", (PyCFunction)Core_init_bounds, METH_VARARGS, init_doc},
     {"step", (PyCFunction)Core_step, METH_VARARGS, step_doc},
     {"known", (PyCFunction)Core_known, METH_VARARGS, known_doc},
+    {"children", (PyCFunction)Core_children, METH_VARARGS, children_doc},
+    {"line", (PyCFunction)Core_line, METH_VARARGS, line_doc},
     {"batch", (PyCFunction)Core_batch, METH_VARARGS, batch_doc},
     {"put", (PyCFunction)Core_put, METH_VARARGS, put_doc},
     {"get", (PyCFunction)Core_get, METH_VARARGS, get_doc},

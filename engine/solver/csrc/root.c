@@ -105,6 +105,30 @@ int analyze_position(Search *s, bitboard cur, bitboard mask, int ply, int weak, 
     return best;
 }
 
+int principal_line(Search *s, bitboard cur, bitboard mask, int ply, int score, int *line) {
+    const Geometry *g = s->g;
+    int n = 0;
+    s->aborted = 0;
+    while (ply < g->cells) {
+        const Bounds b = root_init(g, s->t, s->known, cur, mask, ply);
+        int move = b.best;
+        if (!(b.lo == score && b.hi == score && move >= 0)) {
+            const int value = search(s, cur, mask, ply, score - 1, score);
+            if (s->aborted) return n;
+            move = value > score - 1 ? s->root_best : -1;
+            if (move < 0) move = fallback_move(g, cur, mask);
+        }
+        line[n++] = move;
+        const bitboard mover = cur | ((mask + (g->bottom & g->colmask[move])) & g->colmask[move]);
+        if (alignment(g, mover)) break;
+        cur ^= mask;
+        mask |= mask + (g->bottom & g->colmask[move]);
+        ply++;
+        score = -score;
+    }
+    return n;
+}
+
 int parse_moves(const Geometry *g, const char *text, size_t length, bitboard *cur,
                 bitboard *mask, int *ply) {
     bitboard c = 0, m = 0;

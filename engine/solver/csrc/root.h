@@ -67,6 +67,15 @@ int analyze_position(Search *s, bitboard cur, bitboard mask, int ply, int weak, 
  * at once, else the first legal move. Precondition: ply < cells. */
 int fallback_move(const Geometry *g, bitboard cur, bitboard mask);
 
+/* The principal variation of a position of known exact score `score` (its side to
+ * move; precondition: ply < cells and `score` is the position's exact score):
+ * columns into line[] (room for cells - ply), until the game ends or a search is
+ * aborted (s->aborted set; the line so far is kept). At each position a move the
+ * table or what is known names at the score is taken; else one null-window search
+ * with the window (score - 1, score) names a move that reaches it (the fallback
+ * move if none). Returns the line's length. */
+int principal_line(Search *s, bitboard cur, bitboard mask, int ply, int score, int *line);
+
 /* Play the column digits text[0:length]; returns a status and the position. */
 int parse_moves(const Geometry *g, const char *text, size_t length, bitboard *cur,
                 bitboard *mask, int *ply);

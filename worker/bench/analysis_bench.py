@@ -10,7 +10,7 @@ counts as a miss.
 
 Also the ``perfect`` level's move time, in this process (the opening book,
 then the solver; what a worker runs for a bot move), on positions of plies
-``0..8``.
+``0..12``.
 """
 
 from __future__ import annotations

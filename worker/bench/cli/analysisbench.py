@@ -1,6 +1,6 @@
 """Benchmark exact analyses of every column over HTTP, by ply, on uniformly sampled positions.
 
-usage: plybot analysisbench [--plies 0-16] [--per-ply 20] [--seed 1] [--url URL]
+usage: plybot analysisbench [--plies 0-20] [--per-ply 20] [--seed 1] [--url URL]
                             [--workers 2] [--perfect-per-ply 50]
 
 Without ``--url`` it starts its own ``plybot up`` (a fresh embedded Redis, the
@@ -8,7 +8,7 @@ API on a free port, ``--workers`` warm workers) and stops it at the end. Prints
 one line per position as it goes, then the table: per ply and overall, the
 positions, how many were exact, and the median, p99 and longest time to the
 exact analysis of every column. Then the ``perfect`` level's move time on
-positions of plies 0..8 (in this process: the opening book, then the solver).
+positions of plies 0..12 (in this process: the opening book, then the solver).
 """
 
 from __future__ import annotations
@@ -40,13 +40,13 @@ def _count(text: str) -> int:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = ArgumentParser(prog="plybot analysisbench", description=__doc__.splitlines()[0])
-    p.add_argument("--plies", type=_plies, default=range(0, 17), help="plies (default 0-16)")
+    p.add_argument("--plies", type=_plies, default=range(0, 21), help="plies (default 0-20)")
     p.add_argument("--per-ply", type=_count, default=20, help="positions per ply (default 20)")
     p.add_argument("--seed", type=int, default=1, help="seed of the sample (default 1)")
     p.add_argument("--url", default=None, help="a running API (default: start plybot up)")
     p.add_argument("--workers", type=_count, default=2, help="workers of plybot up (default 2)")
     p.add_argument(
-        "--perfect-per-ply", type=_count, default=50, help="perfect moves per ply 0..8 (default 50)"
+        "--perfect-per-ply", type=_count, default=50, help="perfect moves per ply 0..12 (default 50)"
     )
     return p.parse_args(argv)
 
@@ -88,9 +88,9 @@ def main(argv: list[str]) -> int:
     print("time to an exact analysis of every column (HTTP, one request at a time):")
     print(format_table(figures))
     if args.perfect_per_ply:
-        times, inexact = perfect_move_times(range(0, 9), args.perfect_per_ply, args.seed)
+        times, inexact = perfect_move_times(range(0, 13), args.perfect_per_ply, args.seed)
         print(
-            f"\nperfect, plies 0-8, {len(times)} moves: median "
+            f"\nperfect, plies 0-12, {len(times)} moves: median "
             f"{statistics.median(times) * 1000:.2f} ms, p99 {quantile(times, 0.99) * 1000:.2f} ms, "
             f"max {max(times) * 1000:.1f} ms, not exact within 10 s: {len(inexact)}"
         )

@@ -46,7 +46,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--url", default=None, help="a running API (default: start plybot up)")
     p.add_argument("--workers", type=_count, default=2, help="workers of plybot up (default 2)")
     p.add_argument(
-        "--perfect-per-ply", type=_count, default=50, help="perfect moves per ply 0..12 (default 50)"
+        "--perfect-per-ply",
+        type=_count,
+        default=50,
+        help="perfect moves per ply 0..12 (default 50)",
     )
     return p.parse_args(argv)
 

@@ -229,10 +229,8 @@ def test_bot_moves_do_not_wait_behind_analyses(
 def test_solver_tables_stay_within_the_worker_budget(
     redis_url: str, worker_pool: Callable[..., WorkerPool]
 ) -> None:
-    # Sizes the rest of the suite compiles too (each new size costs seconds of compiling
-    # on a fresh machine); 7x6 again after the others, so its table was dropped and remade.
+    # 7x6 again after the others, so its table was dropped and remade.
     sizes = ["7x6", "6x5", "5x4", "4x4", "6x5", "7x6", "5x4"]
-    _compile(set(sizes))  # so the worker loads each board's code rather than compiling it
     budget_mb = 24
     env = {"PLYBOT_WORKER_TABLE_MB": str(budget_mb), "PLYBOT_SOLVER_TABLE_MB": "16"}
     env["PLYBOT_WORKER_LEASE_S"] = "1.5"  # a beat every 0.5 s: fresh figures sooner
@@ -284,14 +282,6 @@ def _fresh_info(pool: WorkerPool, name: str) -> dict:
     info = wait_for(lambda: (i := pool.workers().get(name)) and i["at"] > asked and i, "a beat")
     assert isinstance(info, dict)
     return info
-
-
-def _compile(variants: set[str]) -> None:
-    from engine.connect4 import Connect4
-    from engine.solver import Solver
-
-    for variant in variants:
-        Solver(*Connect4.parse_variant(variant), table_bytes=1 << 16).warm_up()
 
 
 def test_the_redis_password_is_on_no_command_line(tmp_path: Path, pools: list[WorkerPool]) -> None:

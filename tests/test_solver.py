@@ -139,6 +139,22 @@ def test_small_board_pv_realises_the_score(notation: str) -> None:
     assert_pv_reaches(notation, result, "4x4")
 
 
+def test_an_analysis_without_its_line_has_the_same_scores() -> None:
+    """``analyze(pv=False)``: the same scores and best move, the line only the best move."""
+    s = Solver(5, 4, table_bytes=SMALL_TABLE)
+    p = Connect4.parse("4455", "5x4")
+    whole = s.analyze(p)
+    s._core.reset()
+    short = s.analyze(p, pv=False)
+    assert (short.moves, short.score, short.best_move) == (
+        whole.moves,
+        whole.score,
+        whole.best_move,
+    )
+    assert short.pv == [short.best_move]
+    assert len(whole.pv) > 1
+
+
 def test_the_line_stops_at_its_node_limit_and_keeps_what_it_found() -> None:
     """``Core.line`` walks the principal variation to the end of the game; with its node
     limit reached it stops, says so, and keeps the moves found so far (each legal)."""

@@ -9,14 +9,21 @@ interpreter as ``-c``); this package never imports it.
 
 For every ply in A..B (default 0..20), ``N`` positions from uniformly random
 games and ``N`` positions drawn uniformly among all positions of the ply
-(:mod:`engine.sampling`); for each, in turn: plybot analyses every column
-in-process (:func:`engine.analysis.analyze`, mode ``solve``, as a worker does:
-the book and the 12-stone database inside the search), then bitbully scores
-every column (``BitBully.score_all_moves``, its default book); then plybot's
-``perfect`` bot move (:func:`engine.levels.choose_move`). Each tool times its
-own call with ``time.perf_counter`` in its own process, so neither pays for
-the pipe. Every column's score must agree (both use Pons' convention): a
-disagreement is printed and the exit status is 1.
+(:mod:`engine.sampling`); for each, in turn:
+
+- plybot scores every column in-process (the worker's 7x6 solver,
+  :meth:`engine.solver.Solver.analyze` without a principal variation: the
+  book and the 12-stone database inside the search), what bitbully's call
+  answers;
+- bitbully scores every column (``BitBully.score_all_moves``, its default book);
+- plybot's whole analysis as a worker makes it (:func:`engine.analysis.analyze`,
+  mode ``solve``: the scores again, with a best move and a principal variation);
+- plybot's ``perfect`` bot move (:func:`engine.levels.choose_move`).
+
+Each tool times its own call with ``time.perf_counter`` in its own process,
+so neither pays for the pipe. Every column's score must agree (both use Pons'
+convention), in both of plybot's calls: a disagreement is printed and the exit
+status is 1. The ratio compares like with like: plybot's scores to bitbully's.
 """
 
 from __future__ import annotations
@@ -28,11 +35,14 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from engine.bench.stats import quantile
 from engine.connect4 import Connect4
 from engine.sampling import uniform_positions
+
+if TYPE_CHECKING:
+    from engine.answer import Analysis
 
 #: The driver run by bitbully's own interpreter: one position a line (0-based columns), one
 #: JSON answer a line: the score of each column (null: full) and the call's microseconds.
@@ -57,6 +67,7 @@ class PlyFigures:
 
     ply: int
     plybot_us: list[float] = field(default_factory=list)
+    analysis_us: list[float] = field(default_factory=list)
     peer_us: list[float] = field(default_factory=list)
     move_us: list[float] = field(default_factory=list)
     disagreements: list[str] = field(default_factory=list)
@@ -112,15 +123,32 @@ class Peer:
 
 
 def plybot_scores(position: Connect4) -> tuple[list[int | None], float]:
-    """Every column's exact score by plybot's in-process analysis, and its microseconds."""
+    """Every column's exact score by plybot's solver in-process (no principal variation:
+    what bitbully's call answers), and its microseconds."""
+    from engine.pool import default_solver
+
+    solver = default_solver(position.width, position.height)
+    t = time.perf_counter()
+    answer = solver.analyze(position, pv=False)
+    us = (time.perf_counter() - t) * 1e6
+    return _columns(position, answer), us
+
+
+def plybot_analysis(position: Connect4) -> tuple[list[int | None], float]:
+    """Every column's exact score by plybot's whole analysis, as a worker makes it (with a
+    best move and a principal variation), and its microseconds."""
     from engine.analysis import analyze
 
     t = time.perf_counter()
     answer = analyze(position, mode="solve", all_moves=True)
     us = (time.perf_counter() - t) * 1e6
+    return _columns(position, answer), us
+
+
+def _columns(position: Connect4, answer: Analysis) -> list[int | None]:
     if not answer.exact or answer.moves is None:
         raise RuntimeError(f"'{position.notation()}': the analysis is not exact")
-    return [answer.moves.get(c) for c in range(position.width)], us
+    return [answer.moves.get(c) for c in range(position.width)]
 
 
 def perfect_move_us(position: Connect4) -> float:
@@ -139,6 +167,7 @@ def run(
 
     default_solver(7, 6)  # made and warmed by the pool (its table faulted in), as a worker's
     plybot_scores(Connect4())  # warm, as the peer is
+    plybot_analysis(Connect4())
     peer = Peer(python)
     figures: list[PlyFigures] = []
     out.write(_HEADER)
@@ -148,11 +177,15 @@ def run(
             for position in positions_for(ply, per_ply, seed):
                 ours, us = plybot_scores(position)
                 theirs, peer_us = peer.scores(position)
+                whole, analysis_us = plybot_analysis(position)
                 row.plybot_us.append(us)
                 row.peer_us.append(peer_us)
+                row.analysis_us.append(analysis_us)
                 row.move_us.append(perfect_move_us(position))
-                if ours != theirs:
-                    row.disagreements.append(f"{position.notation() or '-'}: {ours} / {theirs}")
+                if not ours == whole == theirs:
+                    row.disagreements.append(
+                        f"{position.notation() or '-'}: {ours} / {whole} / {theirs}"
+                    )
             figures.append(row)
             out.write(format_row(row))
             out.flush()
@@ -162,9 +195,10 @@ def run(
 
 
 _HEADER = (
-    "| ply | positions | plybot median / p99 / max (ms) | bitbully median / p99 / max (ms) "
-    "| median ratio | perfect move median / p99 (ms) | agree |\n"
-    "|---|---|---|---|---|---|---|\n"
+    "| ply | positions | plybot scores median / p99 / max (ms) "
+    "| bitbully scores median / p99 / max (ms) | median ratio "
+    "| plybot analysis with PV median / p99 (ms) | perfect move median / p99 (ms) | agree |\n"
+    "|---|---|---|---|---|---|---|---|\n"
 )
 
 
@@ -175,8 +209,10 @@ def format_row(row: PlyFigures) -> str:
             for v in (statistics.median(values), quantile(values, 0.99), max(values))
         )
 
+    def ms2(values: list[float]) -> str:
+        return f"{statistics.median(values) / 1000:.3f} / {quantile(values, 0.99) / 1000:.3f}"
+
     ratio = statistics.median(row.plybot_us) / max(statistics.median(row.peer_us), 1e-9)
-    move_median, move_p99 = statistics.median(row.move_us), quantile(row.move_us, 0.99)
     n = len(row.plybot_us)
     cells = [
         str(row.ply),
@@ -184,7 +220,8 @@ def format_row(row: PlyFigures) -> str:
         ms(row.plybot_us),
         ms(row.peer_us),
         f"{ratio:.2f}",
-        f"{move_median / 1000:.3f} / {move_p99 / 1000:.3f}",
+        ms2(row.analysis_us),
+        ms2(row.move_us),
         f"{n - len(row.disagreements)}/{n}",
     ]
     return "| " + " | ".join(cells) + " |\n"

@@ -198,7 +198,7 @@ class Run:
         score = max(moves.values())
         best = next(c for c in legal if moves[c] == score)
         nodes = self.nodes  # the solve's; the principal variation's searches come on top
-        pv = [best] if self.weak else self.principal_variation(p, score, best)
+        pv = [best] if self.weak or not self.want_pv else self.principal_variation(p, score, best)
         cache_io.write(self, score, best, moves)
         yield Analysis(
             best_move=best,

@@ -184,18 +184,21 @@ class Solver:
         weak: bool = False,
         deadline: float | None = None,
         node_limit: int | None = None,
+        pv: bool = True,
         known: Neighbourhood | None = None,
         start: float | None = None,
     ) -> Analysis:
         """Like :meth:`solve`, with ``moves``: every playable column's exact score (or sign),
         and ``bounds``: each column's ``(score, score)``. Where a limit came first, each
-        column's proven ``(lower, upper)`` in ``bounds``, its lower bound in ``moves``."""
+        column's proven ``(lower, upper)`` in ``bounds``, its lower bound in ``moves``.
+        With ``pv=False`` the line is only the best move."""
         return self._last(
             self.iter_solve(
                 position,
                 weak=weak,
                 deadline=deadline,
                 node_limit=node_limit,
+                pv=pv,
                 analyze=True,
                 known=known,
                 start=start,

@@ -20,6 +20,10 @@ games and ``N`` positions drawn uniformly among all positions of the ply
   mode ``solve``: the scores again, with a best move and a principal variation);
 - plybot's ``perfect`` bot move (:func:`engine.levels.choose_move`).
 
+Each of plybot's three calls has a solver of its own, made as a worker's
+(the book, the database, a 64 MB table faulted in) and kept from position
+to position as a worker keeps it, so none is helped by another call's search
+of the same position; bitbully keeps its own state from call to call too.
 Each tool times its own call with ``time.perf_counter`` in its own process,
 so neither pays for the pipe. Every column's score must agree (both use Pons'
 convention), in both of plybot's calls: a disagreement is printed and the exit
@@ -43,6 +47,7 @@ from engine.sampling import uniform_positions
 
 if TYPE_CHECKING:
     from engine.answer import Analysis
+    from engine.solver import Solver
 
 #: The driver run by bitbully's own interpreter: one position a line (0-based columns), one
 #: JSON answer a line: the score of each column (null: full) and the call's microseconds.
@@ -122,25 +127,22 @@ class Peer:
         self.process.wait(timeout=10)
 
 
-def plybot_scores(position: Connect4) -> tuple[list[int | None], float]:
+def plybot_scores(solver: Solver, position: Connect4) -> tuple[list[int | None], float]:
     """Every column's exact score by plybot's solver in-process (no principal variation:
     what bitbully's call answers), and its microseconds."""
-    from engine.pool import default_solver
-
-    solver = default_solver(position.width, position.height)
     t = time.perf_counter()
     answer = solver.analyze(position, pv=False)
     us = (time.perf_counter() - t) * 1e6
     return _columns(position, answer), us
 
 
-def plybot_analysis(position: Connect4) -> tuple[list[int | None], float]:
+def plybot_analysis(solver: Solver, position: Connect4) -> tuple[list[int | None], float]:
     """Every column's exact score by plybot's whole analysis, as a worker makes it (with a
     best move and a principal variation), and its microseconds."""
     from engine.analysis import analyze
 
     t = time.perf_counter()
-    answer = analyze(position, mode="solve", all_moves=True)
+    answer = analyze(position, mode="solve", all_moves=True, solver=solver)
     us = (time.perf_counter() - t) * 1e6
     return _columns(position, answer), us
 
@@ -151,23 +153,29 @@ def _columns(position: Connect4, answer: Analysis) -> list[int | None]:
     return [answer.moves.get(c) for c in range(position.width)]
 
 
-def perfect_move_us(position: Connect4) -> float:
+def perfect_move_us(solver: Solver, position: Connect4) -> float:
     from engine.levels import choose_move
 
     t = time.perf_counter()
-    choose_move(position, "perfect")
+    choose_move(position, "perfect", solver=solver)
     return (time.perf_counter() - t) * 1e6
+
+
+def worker_solver() -> Solver:
+    """A 7x6 solver made as a worker's pool makes it, in a pool of its own."""
+    from engine.pool import SolverPool
+
+    return SolverPool().solver(7, 6, None)
 
 
 def run(
     python: str, plies: range, per_ply: int, seed: int, out: TextIO = sys.stdout
 ) -> list[PlyFigures]:
     """Measure every ply of ``plies``, printing a row per ply as it is done."""
-    from engine.pool import default_solver
-
-    default_solver(7, 6)  # made and warmed by the pool (its table faulted in), as a worker's
-    plybot_scores(Connect4())  # warm, as the peer is
-    plybot_analysis(Connect4())
+    scoring, analysing, moving = worker_solver(), worker_solver(), worker_solver()
+    plybot_scores(scoring, Connect4())  # warm, as the peer is
+    plybot_analysis(analysing, Connect4())
+    perfect_move_us(moving, Connect4())
     peer = Peer(python)
     figures: list[PlyFigures] = []
     out.write(_HEADER)
@@ -175,13 +183,13 @@ def run(
         for ply in plies:
             row = PlyFigures(ply)
             for position in positions_for(ply, per_ply, seed):
-                ours, us = plybot_scores(position)
+                ours, us = plybot_scores(scoring, position)
                 theirs, peer_us = peer.scores(position)
-                whole, analysis_us = plybot_analysis(position)
+                whole, analysis_us = plybot_analysis(analysing, position)
                 row.plybot_us.append(us)
                 row.peer_us.append(peer_us)
                 row.analysis_us.append(analysis_us)
-                row.move_us.append(perfect_move_us(position))
+                row.move_us.append(perfect_move_us(moving, position))
                 if not ours == whole == theirs:
                     row.disagreements.append(
                         f"{position.notation() or '-'}: {ours} / {whole} / {theirs}"

@@ -163,6 +163,8 @@ def solve_then_search(
     whose cache reads leave out the keys already read: no key is read twice.
     """
     read: dict[str, known.Known | None] = {}
+    if solver is not None and solver.settles(position, all_moves):
+        cache = None  # the book, the database or the table answer: no round trip to the cache
     if cache is not None:
         answer, read = _from_cache(position, cache, all_moves, start)
         if answer is not None:

@@ -7,6 +7,7 @@ import itertools
 import random
 import re
 import time
+from collections.abc import Sequence
 
 import pytest
 
@@ -153,6 +154,41 @@ def test_an_analysis_without_its_line_has_the_same_scores() -> None:
     )
     assert short.pv == [short.best_move]
     assert len(whole.pv) > 1
+
+
+class CountingCache(MemoryCache):
+    """A shared cache that counts its reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    def get_many(self, game: str, variant: str, keys: Sequence[str]) -> list[CacheEntry | None]:
+        self.reads += 1
+        return super().get_many(game, variant, keys)
+
+
+def test_what_the_book_settles_is_answered_before_the_shared_cache() -> None:
+    """The lookup ladder: a position whose every column the book holds is answered with no
+    read of the shared cache (the answer is still written for the service to find); a
+    position past the book reads the cache before it searches."""
+    from engine.analysis import analyze
+    from engine.book import shipped_book
+
+    cache = CountingCache()
+    solver = Solver(7, 6, table_bytes=SMALL_TABLE, cache=cache, book=shipped_book(7, 6))
+    booked = Connect4.parse("4455")
+    assert solver.settles(booked, all_moves=True)
+    answer = analyze(booked, mode="solve", all_moves=True, cache=cache, solver=solver)
+    assert answer.exact
+    assert cache.reads == 0
+    assert cache.get_many("connect4", "7x6", [booked.key()])[0] is not None
+
+    searched = Connect4.parse("5455174361263362")
+    assert not solver.settles(searched, all_moves=True)
+    cache.reads = 0
+    assert analyze(searched, mode="solve", all_moves=True, cache=cache, solver=solver).exact
+    assert cache.reads > 0
 
 
 def test_the_line_stops_at_its_node_limit_and_keeps_what_it_found() -> None:

@@ -139,6 +139,21 @@ class Solver:
                 scores[i] = record.lower
         return scores
 
+    def settles(self, position: Connect4, all_moves: bool) -> bool:
+        """Whether this solver answers ``position`` exactly at once, before the shared cache
+        and without a search: the root (``all_moves``: every playable column) settled by the
+        rules, the book, the database or the table. Then the cache is not read (a round
+        trip slower than the answer). Precondition: ``position`` is ongoing and of this
+        solver's size."""
+        core = self._core
+        if not all_moves:
+            found = core.known(position.current, position.mask, position.ply)
+            return found is not None and found[1] >= 0
+        return all(
+            b is None or b[0] == b[1]
+            for b in core.children(position.current, position.mask, position.ply)
+        )
+
     # -- single positions ---------------------------------------------------------
 
     def solve(
@@ -245,10 +260,13 @@ class Solver:
                 if hit is not None:
                     yield hit
                     return
-        hit = cache_io.read(run, analyze, known)  # nothing to read without a cache
-        if hit is not None:
-            yield hit
-            return
+        if not (analyze and not weak and self.settles(position, all_moves=True)):
+            # (every column known already: nothing to read; the answer is still written, so
+            # that the service answers it again from the cache before queueing it)
+            hit = cache_io.read(run, analyze, known)  # nothing to read without a cache
+            if hit is not None:
+                yield hit
+                return
         if analyze:
             yield from run.analyze()
         else:

@@ -92,15 +92,19 @@ static Search new_search(Core *self, long long nodes, long long node_limit) {
     return s;
 }
 
+/* The (cur, mask, ply) arguments of a position; 0 with an exception set if they are not. */
+static int position_args(PyObject *args, bitboard *cur, bitboard *mask, int *ply) {
+    PyObject *co, *mo;
+    return PyArg_ParseTuple(args, "OOi", &co, &mo, ply) && arg_bitboard(co, cur) &&
+           arg_bitboard(mo, mask);
+}
+
 PyDoc_STRVAR(init_doc, "init(cur, mask, ply) -> (lo, hi, best)\n\n"
                        "Initial bounds of an unfinished position from the rules and the table.");
 static PyObject *Core_init_bounds(Core *self, PyObject *args) {
-    PyObject *co, *mo;
     int ply;
     bitboard cur, mask;
-    if (!PyArg_ParseTuple(args, "OOi", &co, &mo, &ply) || !arg_bitboard(co, &cur) ||
-        !arg_bitboard(mo, &mask))
-        return NULL;
+    if (!position_args(args, &cur, &mask, &ply)) return NULL;
     const Bounds b = root_init(&self->g, &self->t, &self->known, cur, mask, ply);
     return Py_BuildValue("iii", b.lo, b.hi, b.best);
 }
@@ -109,12 +113,9 @@ PyDoc_STRVAR(known_doc, "known(cur, mask, ply) -> (score, best) or None\n\n"
                         "What the known scores (add_known) say of the position: its exact\n"
                         "score and a best move in its own orientation (-1 if none given).");
 static PyObject *Core_known(Core *self, PyObject *args) {
-    PyObject *co, *mo;
     int ply, score, best;
     bitboard cur, mask;
-    if (!PyArg_ParseTuple(args, "OOi", &co, &mo, &ply) || !arg_bitboard(co, &cur) ||
-        !arg_bitboard(mo, &mask))
-        return NULL;
+    if (!position_args(args, &cur, &mask, &ply)) return NULL;
     if (!known_lookup(&self->known, &self->g, cur + mask, ply, &score, &best)) Py_RETURN_NONE;
     return Py_BuildValue("ii", score, best);
 }
@@ -148,12 +149,9 @@ PyDoc_STRVAR(children_doc,
              "the rules, what is known and the table, before any search: init() of the\n"
              "child, negated (a win now: exact). Precondition: the position is not finished.");
 static PyObject *Core_children(Core *self, PyObject *args) {
-    PyObject *co, *mo;
     int ply;
     bitboard cur, mask;
-    if (!PyArg_ParseTuple(args, "OOi", &co, &mo, &ply) || !arg_bitboard(co, &cur) ||
-        !arg_bitboard(mo, &mask))
-        return NULL;
+    if (!position_args(args, &cur, &mask, &ply)) return NULL;
     const Geometry *g = &self->g;
     if (ply < 0 || ply >= g->cells)
         return PyErr_Format(PyExc_ValueError, "ply %d: the position is finished", ply);

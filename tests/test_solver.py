@@ -191,6 +191,21 @@ def test_what_the_book_settles_is_answered_before_the_shared_cache() -> None:
     assert cache.reads > 0
 
 
+def test_an_analysis_the_book_settles_reports_one_step_then_its_answer() -> None:
+    """Every column known before any search: one progress step with every column exact
+    (a caller streaming progress shows them), then the answer; no step per column."""
+    from engine.book import shipped_book
+
+    solver = Solver(7, 6, table_bytes=SMALL_TABLE, book=shipped_book(7, 6))
+    items = list(solver.iter_solve(Connect4.parse("4455"), analyze=True))
+    *steps, answer = items
+    assert isinstance(answer, Analysis)
+    assert answer.moves is not None
+    assert len(steps) == 1
+    assert isinstance(steps[0], Progress)
+    assert steps[0].bounds == {c: (m, m) for c, m in answer.moves.items()}
+
+
 def test_the_line_stops_at_its_node_limit_and_keeps_what_it_found() -> None:
     """``Core.line`` walks the principal variation to the end of the game; with its node
     limit reached it stops, says so, and keeps the moves found so far (each legal)."""

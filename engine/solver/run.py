@@ -166,6 +166,12 @@ class Run:
                 moves[column] = known[0]
         for column, value in moves.items():
             lower[column] = upper[column] = value
+        if moves:
+            # What is settled already, in one step: every analysis reports progress (a caller
+            # streaming it shows these columns at once), however little is left to search.
+            yield self.progress(
+                max(lower.values()), max(upper.values()), True, _bounds(lower, upper)
+            )
         for column in legal:
             if column not in moves:
                 child = p.copy()

@@ -23,6 +23,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.fixtures.service import NO_DATABASE
 from tests.fixtures.waiting import wait_for
 from worker.process.redis_server import find_redis_server
 
@@ -147,12 +148,12 @@ def test_a_worker_host_dies_mid_job_and_the_other_host_finishes_it(
         {},
     )  # fmt: skip
     url = {"REDIS_URL": f"redis://{redis_host}:7379/0", "PLYBOT_CACHE_ENABLED": "false"}
-    # This test polls until states it cannot miss; on a loaded machine that is many reads,
-    # and a read refused by the rate limit (429) is not the state it waits for.
-    unlimited = {**url, "PLYBOT_API_RATE_LIMIT_READS": "1000000"}
-    network.start("api", [PLYBOT, "serve", "--host", api_host, "--port", "8080"], unlimited)
+    network.start("api", [PLYBOT, "serve", "--host", api_host, "--port", "8080"], url)
+    # Without the 12-stone database, whose growth turns this position's seconds of search
+    # into an instant answer that ends before it is seen running.
+    searching = {**url, **NO_DATABASE}
     workers = {
-        host: network.start(host, [PLYBOT, "worker", "-n", "1", "--queues", "analysis"], url)
+        host: network.start(host, [PLYBOT, "worker", "-n", "1", "--queues", "analysis"], searching)
         for host in ("w1", "w2")
     }
     base = f"http://{api_host}:8080"

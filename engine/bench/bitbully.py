@@ -211,14 +211,10 @@ _HEADER = (
 
 
 def format_row(row: PlyFigures) -> str:
-    def ms(values: list[float]) -> str:
-        return " / ".join(
-            f"{v / 1000:.3f}"
-            for v in (statistics.median(values), quantile(values, 0.99), max(values))
-        )
-
-    def ms2(values: list[float]) -> str:
-        return f"{statistics.median(values) / 1000:.3f} / {quantile(values, 0.99) / 1000:.3f}"
+    def ms(values: list[float], longest: bool = True) -> str:
+        """Median / p99 (/ max), in milliseconds."""
+        shown = [statistics.median(values), quantile(values, 0.99)]
+        return " / ".join(f"{v / 1000:.3f}" for v in shown + ([max(values)] if longest else []))
 
     ratio = statistics.median(row.plybot_us) / max(statistics.median(row.peer_us), 1e-9)
     n = len(row.plybot_us)
@@ -228,8 +224,8 @@ def format_row(row: PlyFigures) -> str:
         ms(row.plybot_us),
         ms(row.peer_us),
         f"{ratio:.2f}",
-        ms2(row.analysis_us),
-        ms2(row.move_us),
+        ms(row.analysis_us, longest=False),
+        ms(row.move_us, longest=False),
         f"{n - len(row.disagreements)}/{n}",
     ]
     return "| " + " | ".join(cells) + " |\n"

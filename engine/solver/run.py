@@ -144,7 +144,11 @@ class Run:
             upper=score,
         )
 
-    def analyze(self) -> Iterator[Progress | Analysis]:
+    def analyze(
+        self, before: list[tuple[int, int] | None] | None = None
+    ) -> Iterator[Progress | Analysis]:
+        """Every column's value. ``before``: :meth:`Core.children` of the root as the
+        table holds it now, if already read (else it is read here)."""
         p = self.position
         legal = p.legal_moves()  # centre first
         # Bounds of each column's value from our side (weak: of its sign).
@@ -158,7 +162,9 @@ class Run:
         # The columns settled before any search (a win now, the book, the database, the
         # table), in one compiled call: no search, no progress of their own.
         moves: dict[int, int] = {}
-        for column, bounds in enumerate(self.core.children(p.current, p.mask, p.ply)):
+        if before is None:
+            before = self.core.children(p.current, p.mask, p.ply)
+        for column, bounds in enumerate(before):
             if bounds is not None and bounds[0] == bounds[1]:
                 value = bounds[0]
                 moves[column] = (value > 0) - (value < 0) if self.weak else value

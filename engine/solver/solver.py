@@ -145,14 +145,14 @@ class Solver:
         rules, the book, the database or the table. Then the cache is not read (a round
         trip slower than the answer). Precondition: ``position`` is ongoing and of this
         solver's size."""
-        core = self._core
         if not all_moves:
-            found = core.known(position.current, position.mask, position.ply)
+            found = self._core.known(position.current, position.mask, position.ply)
             return found is not None and found[1] >= 0
-        return all(
-            b is None or b[0] == b[1]
-            for b in core.children(position.current, position.mask, position.ply)
-        )
+        return _every_column_settled(self._children(position))
+
+    def _children(self, position: Connect4) -> list[tuple[int, int] | None]:
+        """Each column's bounds before any search (:meth:`Core.children`)."""
+        return self._core.children(position.current, position.mask, position.ply)
 
     # -- single positions ---------------------------------------------------------
 
@@ -260,15 +260,18 @@ class Solver:
                 if hit is not None:
                     yield hit
                     return
-        if not (analyze and not weak and self.settles(position, all_moves=True)):
-            # (every column known already: nothing to read; the answer is still written, so
-            # that the service answers it again from the cache before queueing it)
+        # Every column known already: nothing to read (the answer is still written, so that
+        # the service answers it again from the cache before queueing it), and the columns
+        # read here are the analysis's own (no cache seeds came in between).
+        before = self._children(position) if analyze and not weak else None
+        if before is None or not _every_column_settled(before):
+            before = None
             hit = cache_io.read(run, analyze, known)  # nothing to read without a cache
             if hit is not None:
                 yield hit
                 return
         if analyze:
-            yield from run.analyze()
+            yield from run.analyze(before)
         else:
             yield from run.solve()
 
@@ -349,3 +352,8 @@ class Solver:
         *_, last = items
         assert isinstance(last, Analysis)
         return last
+
+
+def _every_column_settled(children: list[tuple[int, int] | None]) -> bool:
+    """Whether every playable column of :meth:`Core.children` is exact."""
+    return all(b is None or b[0] == b[1] for b in children)

@@ -119,10 +119,10 @@ int principal_line(Search *s, bitboard cur, bitboard mask, int ply, int score, i
             if (move < 0) move = fallback_move(g, cur, mask);
         }
         line[n++] = move;
-        const bitboard mover = cur | ((mask + (g->bottom & g->colmask[move])) & g->colmask[move]);
-        if (alignment(g, mover)) break;
+        const bitboard cell = possible(g, mask) & g->colmask[move];
+        if (alignment(g, cur | cell)) break;
         cur ^= mask;
-        mask |= mask + (g->bottom & g->colmask[move]);
+        mask |= cell;
         ply++;
         score = -score;
     }

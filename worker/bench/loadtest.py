@@ -102,6 +102,17 @@ class LoadResult:
         return self.cache_hits / total if total else None
 
 
+async def _done_count(client: JobClient, *, at_least: int, timeout: float) -> int:
+    """Wait until the service's stats count at least ``at_least`` jobs done (or
+    ``timeout`` seconds pass), and return the count."""
+    deadline = time.monotonic() + timeout
+    while True:
+        done = int(await client.redis.hget(keys.STATS, "done") or 0)
+        if done >= at_least or time.monotonic() > deadline:
+            return done
+        await asyncio.sleep(0.01)
+
+
 async def _drive(
     client: JobClient,
     requests: list[tuple[AnalysisRequest, int | None]],
@@ -143,6 +154,8 @@ async def _drive(
     if overhead_only:
         return
     result.wall_s = time.perf_counter() - begin
+    # The last jobs may be counted a moment after their result was read (see measure()).
+    await _done_count(client, at_least=len(seen_jobs), timeout=timeout)
     status = await client.service_status()
     # A job answered twice, or two requests sharing one job, would show here.
     result.duplicated += sum(n - 1 for n in seen_jobs.values())
@@ -225,6 +238,9 @@ def run_load(
                 warm = AnalysisRequest(game="tictactoe", position="", mode="depth", depth=1)
                 for _ in range(2 * workers):
                     await client.result(await client.submit(warm), timeout=60)
+                # A worker counts a job "done" just after RQ records its result, which the
+                # client may already have read: wait for the count before clearing it.
+                await _done_count(client, at_least=2 * workers, timeout=60)
                 await client.redis.delete(keys.STATS, "plybot:cache:stats")
                 await _drive(client, requests, concurrency, result, timeout)
                 # Second pass, a worker always free: what the queue itself adds to a request.

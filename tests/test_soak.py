@@ -81,7 +81,10 @@ def test_a_brief_soak_samples_every_process_and_names_every_loss(brief: SoakRun)
         assert {"up", "api", "supervisor"} <= set(window.rss), window.rss
         assert all(rss > 0 for rss in window.rss.values())
         assert window.redis_memory > 0
-        assert window.keys.get("rq:job", 0) > 0
+        assert window.keys  # the key count is sampled too
+    # RQ's job records are counted: not in every window (beside busy CPUs, the first 3 s can
+    # pass before the load's first job is sent), but while the load runs
+    assert any(window.keys.get("rq:job", 0) > 0 for window in brief.windows)
     assert {"worker1", "worker2"} <= {label for w in brief.windows for label in w.rss}
     # no job nor in-flight record left behind once drained
     assert not any(brief.leftovers.values()), brief.leftovers

@@ -246,7 +246,7 @@ def _cmdline(pid: int) -> str:
 def service_rss(up_pid: int) -> dict[str, int]:
     """Resident memory of every process of a ``plybot up``: ``up``, ``api``, ``supervisor``,
     ``worker1``... (the workers by rank of pid: a replaced worker's successor takes the last
-    rank) and ``other`` (anything else below them, summed)."""
+    rank) and ``other`` (anything else below them, summed); only processes that are alive."""
     rss = {"up": _rss(up_pid)}
     for pid in _children(up_pid):
         command = _cmdline(pid)
@@ -263,7 +263,8 @@ def service_rss(up_pid: int) -> dict[str, int]:
             others = [pid]
         if others:
             rss["other"] = rss.get("other", 0) + sum(_rss(p) for p in others)
-    return rss
+    # A process that is gone (a killed worker not yet reaped reads as 0) is not sampled.
+    return {label: size for label, size in rss.items() if size > 0}
 
 
 def key_counts(conn: redis.Redis) -> dict[str, int]:

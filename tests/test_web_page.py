@@ -1953,8 +1953,13 @@ def test_play_on_from_a_position_against_plybot(browser: Browser, site: str) -> 
     assert status.text == ""
 
     open_page(browser, f"{site}/#/analyse/connect4/{LATE}")
+    # The result's arrival moves this card down: click on a still page, or the click may
+    # land on whatever slid under the pointer (stop 28's CI: play-on never started).
+    wait_analysed(browser)
     Select(browser.driver.find_element("id", "an-playon-level")).select_by_value("easy")
     browser.driver.find_element("id", "an-playon").click()
+    status = browser.driver.find_element("id", "an-playon-status")
+    assert status.text == "You play Red against plybot (easy). Your move."
     position = new_game("connect4", LATE)
     browser.driver.find_element("css selector", "body").send_keys(
         position.move_name(position.legal_moves()[0])

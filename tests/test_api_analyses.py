@@ -144,8 +144,8 @@ def read_events(http: httpx.Client, analysis_id: str) -> list[tuple[str, dict[st
 
 
 def test_event_stream_gives_depths_in_order_then_the_result(http: httpx.Client) -> None:
-    # A position no other test analyses: a worker whose table already holds its exact value
-    # (tests/test_rq.py solves 3344 on the same service) answers at once, with no depth to tell.
+    # A position no other test analyses (tests/test_rq.py solves 3344 on the same service): a
+    # service that has seen it before answers from what it knows at once, with no depth to tell.
     body = {"game": "connect4", "position": "3354", "mode": "depth", "depth": 9}
     accepted = http.post("/v1/analyses", json=body).json()
     events = read_events(http, accepted["id"])

@@ -45,7 +45,7 @@ Bounds root_step(Search *s, bitboard cur, bitboard mask, int ply, Bounds b, int 
         med = b.hi >= 1 && b.lo <= 0 ? 0 : -1;
     } else {
         med = b.lo + (b.hi - b.lo) / 2;
-        const int reach = ply * 14 < s->g->cells * 5 ? EARLY_REACH : REACH;
+        const int reach = ply * EARLY_FILL_OF < s->g->cells * EARLY_FILL ? EARLY_REACH : REACH;
         if (med <= 0 && part(b.lo, reach) < med)
             med = part(b.lo, reach);
         else if (med >= 0 && part(b.hi, reach) > med)

@@ -7,10 +7,15 @@
  * the interval but, as in Pons' solver, is never closer to 0 than half-way
  * to the bound on its side: questions far from 0 are answered in few nodes
  * and leave bounds in the table for the costly ones near s. Early in the
- * game (fewer than 5/14 of the cells filled) the question goes 7/8 of the
- * way out: on Pons' sets that saves 65% of the nodes on Test_L1_R1 and 10%
- * on Test_L1_R2 (and costs about 6% on a sample of Test_L1_R3). A weak solve
- * only needs the sign: "s > 0?" and then, if not, "s > -1?".
+ * game (fewer than 3/14 of the cells filled: plies 0-8 on 7x6) the question
+ * goes 7/8 of the way out. Node counts, fresh 64 MB table, 7/8 against 1/2:
+ *   plies 6-8, 12 positions of Test_L1_R3:       199M against 257M;
+ *   plies 9-11, 40 of Test_L1_R2 / of Test_L1_R3: 41.0M / 177M against 37.4M / 156M;
+ *   plies 12-14, 150 of Test_L1_R2:              70.6M against 63.2M;
+ *   ply 12, 96 of the 12-stone layer (the database build's hardest chunks):
+ *                                                106M against 98M.
+ * (Test_L1_R1 prefers 7/8 everywhere, at a few thousand nodes a position.)
+ * A weak solve only needs the sign: "s > 0?" and then, if not, "s > -1?".
  * Every question leaves its proven bounds in the table. */
 #ifndef PLYBOT_ROOT_H
 #define PLYBOT_ROOT_H
@@ -19,6 +24,8 @@
 
 #define REACH 4       /* eighths of the way towards a bound a question is kept (Pons: half) */
 #define EARLY_REACH 7 /* ... early in the game, where windows are wide */
+#define EARLY_FILL 3     /* "early": fewer than EARLY_FILL / EARLY_FILL_OF of the cells filled */
+#define EARLY_FILL_OF 14
 #define FULL_COLUMN (-128) /* a full column's score in an analysis */
 
 /* Status of a parsed notation (the numbers engine/solver/results.py reads). */

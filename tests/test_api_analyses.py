@@ -238,8 +238,23 @@ def test_a_solved_position_comes_back_from_the_cache(
 # -- what the service reports -----------------------------------------------------------------
 
 
+def _metrics(http: httpx.Client) -> dict[str, float]:
+    """``/metrics``' samples, by name with labels."""
+    samples = {}
+    for line in http.get("/metrics").text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            samples[name] = float(value)
+    return samples
+
+
 def test_status_and_metrics_report_the_service(http: httpx.Client) -> None:
-    solve(http, game="tictactoe", position="1", mode="solve")
+    delivered = 'plybot_callbacks_total{outcome="delivered"}'
+    # Its own webhook, so the test stands alone (it once counted on the webhook tests' ones).
+    with WebhookReceiver() as receiver:
+        solve(http, game="tictactoe", position="1", mode="solve", callback_url=receiver.url)
+        receiver.wait_for(1)
+        wait_for(lambda: _metrics(http).get(delivered, 0) >= 1, "the webhook counted delivered")
     status = http.get("/v1/status").json()
     assert [q["name"] for q in status["queues"]] == ["interactive", "analysis", "book"]
     for queue in status["queues"]:
@@ -254,12 +269,7 @@ def test_status_and_metrics_report_the_service(http: httpx.Client) -> None:
     assert status["cache_hit_rate"] == round(status["cache_hits"] / lookups, 4)
     assert status["callbacks_pending"] >= 0
 
-    text = http.get("/metrics").text
-    samples = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            name, value = line.rsplit(" ", 1)
-            samples[name] = float(value)
+    samples = _metrics(http)
     assert (
         samples['plybot_http_requests_total{method="POST",route="/v1/analyses",status="202"}'] >= 1
     )
@@ -270,7 +280,7 @@ def test_status_and_metrics_report_the_service(http: httpx.Client) -> None:
     assert samples['plybot_cache_lookups_total{result="miss"}'] >= status["cache_misses"]
     assert samples['plybot_jobs_total{outcome="done"}'] >= status["jobs"]["done"]
     assert any(k.startswith("plybot_http_request_duration_seconds_bucket{") for k in samples)
-    assert samples['plybot_callbacks_total{outcome="delivered"}'] >= 1
+    assert samples[delivered] >= 1
 
 
 # -- compression -------------------------------------------------------------------------------

@@ -122,6 +122,43 @@ def test_workers_build_a_book_through_a_killed_builder_and_worker(
     assert "from its children" in checked.stdout
 
 
+def test_a_chunk_taken_by_a_worker_that_died_at_once_is_sent_again(
+    clean_redis: redis.Redis,
+    redis_url: str,
+    worker_pool,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    """A worker popped a chunk and died before starting it (RQ's own window): the job waits
+    in no queue and no worker will run it. The builder sees that and puts it back."""
+    width, height, plies, size = 5, 4, 4, 5
+    plan = chunks(plies, width, height, size)
+    layer, out = tmp_path / "5x4.layer", tmp_path / "5x4.book"
+    command = [
+        PLYBOT, "book", "build", "--variant", "5x4", "--plies", str(plies),
+        "--chunk-size", str(size), "--layer", str(layer), "--out", str(out),
+    ]  # fmt: skip
+    builder = subprocess.Popen(
+        command,
+        env={**os.environ, "REDIS_URL": redis_url},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        queue = JobStore(clean_redis).queue("book")
+        wait_for(lambda: queue.count == len(plan), "the builder sent every chunk")
+        popped = clean_redis.lpop(queue.key)  # the "dead" worker's pop
+        assert popped is not None
+        worker_pool(1, queues="book")
+        _, err = builder.communicate(timeout=240)
+    finally:
+        builder.kill()
+    assert builder.returncode == 0, err
+    assert "was taken by a worker that died before starting it" in err, err
+    solved = {line.moves for line in parse(layer.read_text(), "5x4")}
+    assert solved == {n for c in plan for n in c.notations}
+
+
 def test_a_chunk_gives_way_to_a_bot_move(
     clean_redis: redis.Redis, redis_url: str, worker_pool
 ) -> None:  # type: ignore[no-untyped-def]

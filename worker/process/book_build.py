@@ -44,6 +44,7 @@ from engine.layer import CHUNK_SIZE, Chunk, chunks, derive
 from worker.core import keys
 from worker.core.contract import BookChunkRequest, BookChunkResult
 from worker.core.jobstore import IN_FLIGHT, JobStore, LostJobs
+from worker.core.kinds import BOOK
 from worker.core.settings import Settings
 
 __all__ = ["BookBuild", "BuildProgress", "DatabaseBuild", "LayerBuild"]
@@ -247,6 +248,10 @@ class LayerBuild:
         lost = False
         new = 0
         indices = list(in_flight)
+        # Read before the jobs: a job in it was in the queue, not lost. Only one that RQ says
+        # waits but that is not there needs a look of its own (two round trips): checking every
+        # waiting job so cost the builder a tenth of a core with 64 chunks in flight.
+        waiting = set(store.queue(BOOK.queue).get_job_ids())
         jobs = Job.fetch_many(
             [in_flight[index].job_id for index in indices],
             connection=self.connection,
@@ -256,6 +261,9 @@ class LayerBuild:
             flight = in_flight[index]
             status = job.get_status(refresh=False) if job is not None else None
             if status == JobStatus.QUEUED:
+                if flight.job_id in waiting:
+                    self._lost.forget(flight.job_id)
+                    continue
                 # A worker may have taken it and died before starting it (RQ's window).
                 if self._lost.seen(flight.job_id, store.lost(flight.job_id), time.monotonic()):
                     store.requeue_lost(flight.job_id)

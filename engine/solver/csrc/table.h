@@ -21,9 +21,9 @@
  *
  * Two regions, because a probe that misses the CPU caches costs more than a
  * node: positions with at most near_end_cells empty cells (most nodes, each
- * cheap to search again) live in a small region that stays in the core's L2;
- * the others in the main region, whose buckets the search prefetches for all
- * children of a node at once. Both are keyed exactly: the split costs a few
+ * cheap to search again) live in a small region the size of a core's L2;
+ * the others in the main region. The search prefetches the buckets of all
+ * children of a node at once, in either region. Both are keyed exactly: the split costs a few
  * nodes, never a wrong answer.
  *
  * Early in the game (more than mirror_cells empty cells) a position and its

@@ -38,6 +38,14 @@ def reference(width: int, height: int, plies: int) -> dict[str, int]:
     return {q.key(): r.score for q, r in zip(positions, solved, strict=True) if r.exact}
 
 
+def build_command(plies: int, size: int, layer: Path, out: Path) -> list[str]:
+    """``plybot book build`` of a 5x4 book to ``plies``, in chunks of ``size``."""
+    return [
+        PLYBOT, "book", "build", "--variant", "5x4", "--plies", str(plies),
+        "--chunk-size", str(size), "--layer", str(layer), "--out", str(out),
+    ]  # fmt: skip
+
+
 def test_workers_build_a_book_through_a_killed_builder_and_worker(
     clean_redis: redis.Redis,
     redis_url: str,
@@ -47,10 +55,7 @@ def test_workers_build_a_book_through_a_killed_builder_and_worker(
     width, height, plies, size = 5, 4, 8, 20
     plan = chunks(plies, width, height, size)
     layer, out = tmp_path / "5x4.layer", tmp_path / "5x4.book"
-    command = [
-        PLYBOT, "book", "build", "--variant", "5x4", "--plies", str(plies),
-        "--chunk-size", str(size), "--layer", str(layer), "--out", str(out),
-    ]  # fmt: skip
+    command = build_command(plies, size, layer, out)
     env = {**os.environ, "REDIS_URL": redis_url}
 
     assert len(plan) > WINDOW  # the window matters: never the whole layer in Redis at once
@@ -133,10 +138,7 @@ def test_a_chunk_taken_by_a_worker_that_died_at_once_is_sent_again(
     width, height, plies, size = 5, 4, 4, 5
     plan = chunks(plies, width, height, size)
     layer, out = tmp_path / "5x4.layer", tmp_path / "5x4.book"
-    command = [
-        PLYBOT, "book", "build", "--variant", "5x4", "--plies", str(plies),
-        "--chunk-size", str(size), "--layer", str(layer), "--out", str(out),
-    ]  # fmt: skip
+    command = build_command(plies, size, layer, out)
     builder = subprocess.Popen(
         command,
         env={**os.environ, "REDIS_URL": redis_url},

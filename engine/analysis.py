@@ -79,10 +79,58 @@ def analyze(
 ) -> Analysis:
     """Analyse ``position`` (left unchanged) in ``mode``; see the module docstring.
 
+    ``on_progress`` gets at least one step before the answer is returned: an
+    answer found with no step of its own (from the book, the database or the
+    shared cache, nothing searched) is reported as one step, the answer itself,
+    so a caller that shows progress always has one to show.
+
     Raises ``GameOverError`` for a finished position, and ``PlybotError``
     (a ``ValueError``) for an unknown mode or a missing/invalid ``depth`` or
     ``time_ms``.
     """
+    if on_progress is None:
+        return _dispatch(position, mode, depth, time_ms, all_moves, deadline, cache, solver, None)
+    steps = 0
+    relay = on_progress
+
+    def counted(step: Progress) -> None:
+        nonlocal steps
+        steps += 1
+        relay(step)
+
+    answer = _dispatch(position, mode, depth, time_ms, all_moves, deadline, cache, solver, counted)
+    if steps == 0:
+        on_progress(_as_step(answer))
+    return answer
+
+
+def _as_step(answer: Analysis) -> Progress:
+    """An answer reached with no step of its own, as the one step that reports it."""
+    return Progress(
+        depth=answer.depth,
+        score=answer.score,
+        exact=answer.exact,
+        pv=list(answer.pv),
+        nodes=answer.nodes,
+        time_ms=answer.time_ms,
+        lower=answer.lower,
+        upper=answer.upper,
+        bounds=answer.bounds,
+    )
+
+
+def _dispatch(
+    position: Game,
+    mode: Mode | str,
+    depth: int | None,
+    time_ms: int | float | None,
+    all_moves: bool,
+    deadline: float | None,
+    cache: PositionCache | None,
+    solver: Solver | None,
+    on_progress: ProgressCallback | None,
+) -> Analysis:
+    """:func:`analyze`, each mode to its path."""
     require_ongoing(position)
     start = time.monotonic()
     if mode == "depth":

@@ -527,9 +527,7 @@ def iter_search(
     The generator's return value (``StopIteration.value``, or what
     :func:`search` returns) is the final :class:`SearchResult`. The caller
     may stop iterating at any time (it owns time control); the cache is then
-    not written. ``game`` is used in place and is left as it was. It yields at
-    least once: a position the cache answers exactly yields one step (that
-    answer, ``nodes`` 0) and returns it.
+    not written. ``game`` is used in place and is left as it was.
 
     Raises ``GameOverError`` for a finished position.
     """
@@ -549,19 +547,7 @@ def iter_search(
         by_move = dict(zip(order, children_known, strict=True))
         answer = known.exact_answer(game, root_known, by_move, all_moves=all_moves)
         if answer is not None:
-            # Known exactly, nothing to deepen: still one step, as a solve whose columns are all
-            # known reports them in one (a caller that shows progress always gets one).
-            answered = _answered(*answer, state)
-            yield SearchProgress(
-                depth=answered.depth,
-                score=answered.score,
-                decided=True,
-                pv=[*answered.pv],
-                nodes=0,
-                seconds=answered.seconds,
-                best_move=answered.best_move,
-            )
-            return answered
+            return _answered(*answer, state)
         if root_known is not None:
             state.table.put(state.key(), _table_entry(root_known))
         for move, child_known in by_move.items():

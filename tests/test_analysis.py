@@ -178,6 +178,35 @@ def test_connect4_solve_reports_progress_as_the_window_narrows() -> None:
     assert all(a.nodes <= b.nodes for a, b in itertools.pairwise(steps))
 
 
+@pytest.mark.parametrize(
+    ("mode", "depth"), [("depth", 6), ("solve", None), ("time", None)], ids=str
+)
+def test_an_answer_found_without_a_search_is_reported_as_one_step(
+    mode: str, depth: int | None
+) -> None:
+    """An answer read, not searched (here the shared cache's, for the modes of the generic
+    search and the solver alike), still comes with one step, the answer itself: a caller
+    showing progress always has one to show."""
+    cache = MemoryCache()
+    game = TicTacToe.parse("15")
+    analyze(game, mode="solve", cache=cache)  # the position solved: the cache knows it
+    steps: list[Progress] = []
+    answer = analyze(
+        game, mode=mode, depth=depth, time_ms=1000, cache=cache, on_progress=steps.append
+    )
+    assert answer.cache_hit
+    assert answer.nodes == 0
+    assert len(steps) == 1
+    (step,) = steps
+    assert (step.depth, step.score, step.exact, step.pv, step.nodes) == (
+        answer.depth,
+        answer.score,
+        answer.exact,
+        answer.pv,
+        0,
+    )
+
+
 @pytest.mark.usefixtures("warm")
 def test_connect4_solve_never_overruns_its_deadline() -> None:
     """Issue 22: this failed on a loaded machine (depth 0 after 583 ms) when it asked for a

@@ -162,6 +162,12 @@ def test_event_stream_gives_depths_in_order_then_the_result(http: httpx.Client) 
     assert final == http.get(accepted["status_url"]).json()
     # A late subscriber gets the whole history, then the result.
     assert read_events(http, accepted["id"]) == events
+    # An answer with nothing searched (this ply-4 position is in the book) still has a step.
+    solved = http.post("/v1/analyses", json={**body, "mode": "solve", "depth": None}).json()
+    answered = read_events(http, solved["id"])
+    assert [name for name, _ in answered] == ["progress", "done"], answered
+    step, final = answered[0][1], answered[1][1]["result"]
+    assert (step["depth"], step["score"], step["exact"]) == (final["depth"], final["score"], True)
 
 
 def test_event_stream_of_a_failed_analysis_ends_with_the_error(

@@ -412,28 +412,6 @@ def test_cache_written_then_answers_the_position_and_its_mirror() -> None:
     assert mirrored.best_move == reflect[first.best_move]
 
 
-def test_a_position_the_cache_answers_yields_one_step_then_that_answer() -> None:
-    """Known exactly, nothing to deepen: one progress step (a client streaming progress
-    always gets one), equal to the answer, then the answer."""
-    cache = MemoryCache()
-    game = TicTacToe.parse("12")
-    search(game, SearchLimits(), cache=cache)
-    steps = iter_search(game, SearchLimits(depth=2), cache=cache)
-    step = next(steps)
-    with pytest.raises(StopIteration) as stop:
-        next(steps)
-    answered = stop.value.value
-    assert answered.cache_hit
-    assert step.decided
-    assert step.nodes == 0
-    assert (step.depth, step.score, step.best_move, step.pv) == (
-        answered.depth,
-        answered.score,
-        answered.best_move,
-        answered.pv,
-    )
-
-
 def test_cache_children_give_every_move_score() -> None:
     cache = MemoryCache()
     game = Connect4.parse("4455")

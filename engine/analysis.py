@@ -60,6 +60,7 @@ __all__ = [
     "score_words",
     "solve_exact",
     "solver_share",
+    "step_of",
     "warm_solver",
     "warm_up",
 ]
@@ -100,11 +101,11 @@ def analyze(
 
     answer = _dispatch(position, mode, depth, time_ms, all_moves, deadline, cache, solver, counted)
     if steps == 0:
-        on_progress(_as_step(answer))
+        on_progress(step_of(answer))
     return answer
 
 
-def _as_step(answer: Analysis) -> Progress:
+def step_of(answer: Analysis) -> Progress:
     """An answer reached with no step of its own, as the one step that reports it."""
     return Progress(
         depth=answer.depth,

@@ -83,7 +83,15 @@ def test_an_exact_hit_is_finished_at_submission_with_no_worker(
     # The same job record as a worker's: GET and the event stream give the same analysis.
     assert api.get(f"/v1/analyses/{view['id']}").json() == view
     assert api.get(f"/v1/analyses/{view['id']}", params={"wait": 1}).json() == view
-    assert read_events(api, view["id"]) == [("done", view)]
+    # Its one step is the answer itself, as a worker's answer read and not searched has.
+    step = {"depth": result["depth"], "score": -1, "exact": True, "pv": result["pv"]}
+    assert view["progress"] == {
+        **step,
+        "nodes": 0,
+        "time_ms": view["progress"]["time_ms"],
+        "bounds": None,
+    }
+    assert read_events(api, view["id"]) == [("progress", view["progress"]), ("done", view)]
 
     # Nothing was queued; the lookup counted as hits, the job as done and answered by the cache.
     assert queued(clean_redis) == 0

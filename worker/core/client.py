@@ -84,7 +84,7 @@ from rq import Queue, Worker
 from rq.registry import StartedJobRegistry
 from rq.serializers import JSONSerializer
 
-from engine.analysis import cached_exact
+from engine.analysis import cached_exact, step_of
 from engine.connect4 import Connect4
 from engine.game import has_exact_solver
 from worker.core import keys
@@ -492,7 +492,7 @@ class JobClient:
         if known is None:
             return None  # not counted: the worker that takes the job looks them up again
         result = AnalysisResult.of(board, known, CACHE_WORKER)
-        state = self.store.answered(request, result)
+        state = self.store.answered(request, result, Progress.of(board, step_of(known)))
         self.cache.add_stats(probe.hits, probe.misses)
         return state
 

@@ -28,6 +28,7 @@ from worker.core.settings import get_settings
 
 if TYPE_CHECKING:
     from engine.analysis import Analysis
+    from engine.analysis import Progress as EngineProgress
 
 __all__ = [
     "LEVELS",
@@ -260,6 +261,21 @@ class Progress(BaseModel):
         description="An exact analysis of every move under way: each move's proven "
         "`[lower, upper]` so far (equal once that move is solved).",
     )
+
+    @classmethod
+    def of(cls, board: Game, step: EngineProgress) -> Progress:
+        """The contract's view of the engine's ``step`` of an analysis of ``board``."""
+        return cls(
+            depth=step.depth,
+            score=step.score,
+            exact=step.exact,
+            pv=[board.move_name(m) for m in step.pv],
+            nodes=step.nodes,
+            time_ms=round(step.time_ms, 3),
+            bounds=None
+            if step.bounds is None
+            else {board.move_name(m): b for m, b in sorted(step.bounds.items())},
+        )
 
 
 class AnalysisResult(BaseModel):

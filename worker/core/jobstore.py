@@ -312,18 +312,22 @@ class JobStore:
                 return None
         return None
 
-    def answered(self, request: AnalysisRequest, result: AnalysisResult) -> JobState:
+    def answered(
+        self, request: AnalysisRequest, result: AnalysisResult, step: Progress
+    ) -> JobState:
         """Record ``request`` as a job answered at submission (from the shared cache).
 
         RQ runs it at once in this process (a queue with ``is_async=False``): the job
         function just returns the answer, so the job is an ordinary finished RQ job
-        (``Job.fetch(id).return_value()`` is the result), never queued.
+        (``Job.fetch(id).return_value()`` is the result), never queued. ``step`` is its
+        one progress event (the answer as a step), published first, as a worker's are.
         """
         kind = kind_of(request)
         job_id = uuid.uuid4().hex
         with self.redis.pipeline(transaction=False) as pipe:
             self._record(pipe, job_id, kind, request, self._hold_s(kind))
             pipe.execute()
+        self.publish_progress(job_id, 0, [step])
         self.queue(kind.queue, is_async=False).enqueue_call(
             func=kind.answered_function,
             args=[request.model_dump(mode="json"), result.model_dump(mode="json")],

@@ -208,19 +208,7 @@ def _on_progress(board: Game) -> Callable[[Any], None] | None:
         return None
 
     def publish(step: Any) -> None:
-        context.pending.append(
-            Progress(
-                depth=step.depth,
-                score=step.score,
-                exact=step.exact,
-                pv=[board.move_name(m) for m in step.pv],
-                nodes=step.nodes,
-                time_ms=round(step.time_ms, 3),
-                bounds=None
-                if step.bounds is None
-                else {board.move_name(m): b for m, b in sorted(step.bounds.items())},
-            )
-        )
+        context.pending.append(Progress.of(board, step))
         if time.monotonic() - context.last_flush >= PROGRESS_INTERVAL_S:
             context.flush()
 

@@ -10,11 +10,14 @@ position, and the wording "win in N" derived from the score. Screenshots go to
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
+import signal
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +29,7 @@ from engine.connect4 import Connect4
 from engine.game import Game, new_game
 from tests.fixtures.api import ApiServer, api_server_on
 from tests.fixtures.browser import PHONE, Browser
+from tests.fixtures.positions import SLOW
 from worker.process.processes import WorkerPool
 from worker.process.redis_server import RedisServer
 
@@ -34,6 +38,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.service]
 #: A late position (28 moves of a drawn game): it solves at once, so the tests that
 #: only need some board do not keep the workers busy with an opening's long solve.
 LATE = "1563666434223654157351254442"
+#: A position past the book whose 1-second search is read as an estimate (one of
+#: :data:`SLOW`: no other test here analyses it).
+ESTIMATED = "5655723221"
 
 # How the page shows a game's result (api/static/app.js, Player.describe).
 ANNOUNCED = {"human": "You win", "bot": "plybot wins", None: "Draw"}
@@ -639,68 +646,105 @@ def wait_job_stopped(browser: Browser, base: str, job: str, timeout: float, mess
     browser.wait(stopped, timeout=timeout, message=f"{message}: {service_status(base)}")
 
 
-def start_long_solve(browser: Browser, site: str, notation: str) -> str:
-    """Open a Connect Four position past the book (a solve of seconds) and wait until a
-    worker is on it; return the analysis id the page follows."""
-    open_page(browser, f"{site}/#/analyse/connect4/{notation}")
-    job = browser.wait(
-        lambda d: d.execute_script("const r = window.plybot.analyser.running; return r && r.id;"),
-        message="the page never submitted the analysis",
-    )
+def hold_a_solve(
+    browser: Browser, site: str, pool: WorkerPool, candidates: Iterator[str]
+) -> tuple[str, list[int]]:
+    """Open positions past the book from ``candidates`` (each a solve of about a second) until
+    one is caught mid-solve, and hold it there: as soon as a worker runs it, every worker of
+    ``pool`` is stopped (SIGSTOP), so it stays mid-solve however fast the engine is.
 
-    def taken(_d: object) -> bool:
-        if any(w["job"] == job for w in service_status(site)["workers"]):
-            return True
+    Returns the analysis id the page follows and the stopped workers' pids: the caller
+    resumes them (:func:`resume`) before their lease (``worker_lease_s``) lapses. A candidate
+    solved before its workers stopped is passed over (the engine outran the test's polling).
+    """
+    for notation in candidates:
+        open_page(browser, f"{site}/#/analyse/connect4/{notation}")
+        job = browser.wait(
+            lambda d: d.execute_script(
+                "const r = window.plybot.analyser.running; return r && r.id;"
+            ),
+            message="the page never submitted the analysis",
+        )
+        deadline = time.monotonic() + 60
+        status = "queued"
+        while status == "queued":  # no sleep: the solve may last a fraction of a second
+            assert time.monotonic() < deadline, f"no worker took the analysis of {notation}"
+            code, analysis = api_json(site, "GET", f"/v1/analyses/{job}")
+            assert code == 200, analysis
+            status = analysis["status"]
+        if status != "running":
+            continue
+        pids = [pool.kill_worker(name, signal.SIGSTOP) for name in pool.workers()]
+        code, analysis = api_json(site, "GET", f"/v1/analyses/{job}")
+        if analysis["status"] == "running":
+            return job, pids
+        resume(pids)
+    raise AssertionError("every candidate's solve ended before its workers could be stopped")
+
+
+def resume(pids: list[int]) -> None:
+    """Let workers that :func:`hold_a_solve` stopped go on (SIGCONT)."""
+    for pid in pids:
+        os.kill(pid, signal.SIGCONT)
+
+
+def test_leaving_an_analysis_cancels_it_on_the_server(
+    browser: Browser, site: str, workers: WorkerPool
+) -> None:
+    """A solve is cancelled (DELETE /v1/analyses/{id}) when the page shows another position,
+    when it switches to Play, and when it is left (pagehide, keepalive): the analysis says
+    it was cancelled, and its worker is free again.
+
+    Each solve is held mid-way (its workers stopped) until the server has the cancel, so the
+    test does not depend on how long a solve takes."""
+    wait_workers_idle(browser, site, 120, "the workers were busy before the test")
+    # Ply-10 positions that no other test of this module analyses (a solve the shared cache
+    # answered would never run).
+    candidates = iter(p for p in SLOW if p != ESTIMATED)
+
+    def cancelled(job: str, step: str) -> None:
+        """Until the server has the page's cancel of ``job``; then the workers go on."""
+        browser.wait(
+            lambda _d: api_json(site, "GET", f"/v1/analyses/{job}")[1]["status"] == "failed",
+            timeout=30,
+            message=f"the page did not cancel the analysis when it {step}",
+        )
         code, analysis = api_json(site, "GET", f"/v1/analyses/{job}")
         assert code == 200, analysis
-        # Its own record says so as soon as a worker starts it; one that ended before this
-        # test looked could not be left mid-solve: say what it was.
-        assert analysis["status"] in ("queued", "running"), analysis
-        return bool(analysis["status"] == "running")
+        assert "cancel" in (analysis["error"] or "").lower(), analysis
 
-    browser.wait(taken, timeout=30, message="no worker took the analysis")
-    return job
-
-
-def test_leaving_an_analysis_cancels_it_on_the_server(browser: Browser, site: str) -> None:
-    """A solve of many seconds is cancelled (DELETE /v1/analyses/{id}) when the page
-    shows another position, and when the page is left (pagehide, keepalive): the worker
-    is free again, and the analysis says it was cancelled."""
-    wait_workers_idle(browser, site, 120, "the workers were busy before the test")
-    # Known weakness: "long" depends on the engine. Session 15's faster solver and the database
-    # at 85.5% solved the first position used here (6674413113) in 0.2 s, before the cancel;
-    # these took 1.2-2 s then. The test should hold the solve instead of relying on its length.
-    job = start_long_solve(browser, site, "1771177117")
-    # Mid-solve: the headline counts time only, the chips say "…", nothing looks solved.
-    browser.wait(lambda d: "Solving exactly" in d.find_element("id", "an-verdict").text)
-    assert "depth" not in browser.driver.find_element("id", "an-verdict").text
-    # A column proven while the rest are searched shows its proven value; nothing is an estimate.
-    assert all(kind != "eval" for _score, _words, kind in chip_scores(browser).values())
-    browser.screenshot("analysis-mid-solve")
-
-    browser.driver.find_element("id", "an-moves").clear()
-    browser.driver.find_element("id", "an-moves").send_keys(LATE + "\n")  # another position
-    started = time.monotonic()
-    wait_job_stopped(browser, site, job, 10, "the worker was still busy after the page moved on")
-    freed_after = time.monotonic() - started
-    code, analysis = api_json(site, "GET", f"/v1/analyses/{job}")
-    assert code == 200, analysis
-    assert analysis["status"] == "failed", analysis
-    assert "cancel" in (analysis["error"] or "").lower()
+    job, pids = hold_a_solve(browser, site, workers, candidates)
+    try:
+        # Mid-solve: the headline counts time only, the chips say "…", nothing looks solved.
+        browser.wait(lambda d: "Solving exactly" in d.find_element("id", "an-verdict").text)
+        assert "depth" not in browser.driver.find_element("id", "an-verdict").text
+        # A column proven while the rest are searched shows its proven value; nothing is an
+        # estimate.
+        assert all(kind != "eval" for _score, _words, kind in chip_scores(browser).values())
+        browser.screenshot("analysis-mid-solve")
+        browser.driver.find_element("id", "an-moves").clear()
+        browser.driver.find_element("id", "an-moves").send_keys(LATE + "\n")  # another position
+        cancelled(job, "showed another position")
+    finally:
+        resume(pids)
+    wait_job_stopped(browser, site, job, 30, "the worker was still busy after the page moved on")
     wait_analysed(browser)  # the new position is analysed as usual
 
-    job = start_long_solve(browser, site, "7677655115")
-    browser.driver.find_element("id", "tab-play").click()  # the other view
-    wait_job_stopped(browser, site, job, 10, "the worker was still busy after switching to Play")
-    code, analysis = api_json(site, "GET", f"/v1/analyses/{job}")
-    assert analysis["status"] == "failed", analysis
+    job, pids = hold_a_solve(browser, site, workers, candidates)
+    try:
+        browser.driver.find_element("id", "tab-play").click()  # the other view
+        cancelled(job, "switched to Play")
+    finally:
+        resume(pids)
+    wait_job_stopped(browser, site, job, 30, "the worker was still busy after switching to Play")
 
-    job = start_long_solve(browser, site, "7177611771")
-    browser.driver.get("about:blank")  # the page goes away
-    wait_job_stopped(browser, site, job, 10, "the worker was still busy after the page was left")
-    code, analysis = api_json(site, "GET", f"/v1/analyses/{job}")
-    assert analysis["status"] == "failed", analysis
-    print(f"worker free {freed_after:.2f} s after the position changed")
+    job, pids = hold_a_solve(browser, site, workers, candidates)
+    try:
+        browser.driver.get("about:blank")  # the page goes away
+        cancelled(job, "was left")
+    finally:
+        resume(pids)
+    wait_job_stopped(browser, site, job, 30, "the worker was still busy after the page was left")
     assert browser.errors() == []
 
 
@@ -708,7 +752,7 @@ def test_an_estimate_never_looks_like_a_result(browser: Browser, site: str) -> N
     """A quick (time-limited) search of a position past the book: its figures read as estimates
     (neutral colour, "est."), nothing is outlined as best, "est." is explained, and the
     stats line is plain words (no nodes, cache or worker names)."""
-    open_page(browser, f"{site}/#/analyse/connect4/5655723221")
+    open_page(browser, f"{site}/#/analyse/connect4/{ESTIMATED}")
     Select(browser.driver.find_element("id", "an-mode")).select_by_value("time")
     result = browser.wait(
         lambda d: d.execute_script(

@@ -5,8 +5,11 @@ ply-9 layer is being added to it, so whatever needs a worker busy, a deadline to
 estimate to show (the tests, ``plybot chaos``) uses these: positions at ply 10, past any
 book the project builds soon, sampled uniformly (``engine.sampling``, seed 11) and kept
 where a plain solve took 1.6-5.6 s on one core of a 2-core machine here, with a fresh 64 MB
-table (an exact analysis of every column 3.2-9.6 s). Users that share a Redis or a process
-take different ones, so the shared cache or a solver's table never answers one at once.
+table (an exact analysis of every column 3.2-9.6 s). The faster solver of 2026-11-28 takes
+0.3-2.8 s of CPU for the solve and 0.9-3.9 s for the analysis (the book read inside the
+search), so a test that must catch one mid-way holds it there instead of counting on its length
+(``tests/test_web_page.py``, ``hold_a_solve``). Users that share a Redis or a process take
+different ones, so the shared cache or a solver's table never answers one at once.
 
 They are slow only without the 12-stone database: a ply-10 search reaches 12 stones two plies
 down, so the database answers such a position in milliseconds once it holds that part of the

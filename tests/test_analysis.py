@@ -212,7 +212,9 @@ def test_connect4_solve_never_overruns_its_deadline() -> None:
     """Issue 22: this failed on a loaded machine (depth 0 after 583 ms) when it asked for a
     depth within 0.5 s. What is the solve's own doing is asserted instead: once its deadline
     has passed it stops at its next look at the clock, says so, and still names a move."""
-    position = Connect4.parse("5655723221")  # past the opening book: seconds of solving
+    # Past the opening book and the 12-stone database (Test_L1_R3, ply 13): seconds of
+    # solving. (A ply-10 position is now its columns' database lookups: exact at once.)
+    position = Connect4.parse("2147756677465")
     # A deadline already passed: the solver and the search each stop at their first check.
     analysis = analyze(position, mode="solve", deadline=time.monotonic() - 1, all_moves=True)
     assert not analysis.exact
@@ -358,19 +360,27 @@ def test_bounds_never_contradict_the_exact_values() -> None:
 def test_an_unfinished_analysis_is_honest() -> None:
     # Past the opening book and the 12-stone database: ten million nodes of solving (a
     # position of Test_L1_R3, ply 13). Unfinished on any machine: the solver is held at its
-    # 5th narrowing (a few thousand nodes in) until its share of the time has passed
-    # (SOLVER_SHARE of what was left when it began, before this step), then the generic
-    # search at its first depth until the deadline has passed. The deadline is far enough
-    # that the first five narrowings come before the solver's share ends even on a machine
-    # a hundred times slower than this one (here: 7,000 nodes, a few milliseconds).
+    # first narrowing until its share of the time has passed (SOLVER_SHARE of what was left
+    # when it began, before this step), then the generic search at its first depth (its
+    # first step with a line: the solver's have none) until the deadline has passed.
     position = Connect4.parse("2147756677465")
     deadline = time.monotonic() + 10.0
-    steps, spend = held_at(
-        {5: lambda now: now + (deadline - now) * SOLVER_SHARE, 6: lambda _: deadline}
-    )
+    steps: list[Progress] = []
+    searched: list[Progress] = []
+
+    def spend(progress: Progress) -> None:
+        steps.append(progress)
+        if len(steps) == 1:
+            share_ends = time.monotonic() + (deadline - time.monotonic()) * SOLVER_SHARE
+            wait_for(lambda: time.monotonic() >= share_ends, "the solver's share passed")
+        elif progress.pv and not searched:
+            searched.append(progress)
+            wait_for(lambda: time.monotonic() >= deadline, "the deadline passed", timeout=60)
+
     analysis = analyze(position, mode="solve", deadline=deadline, all_moves=True, on_progress=spend)
-    assert len(steps) == 6
-    assert steps[5].depth == analysis.depth == 1  # the generic search's first depth, and last
+    assert not steps[0].pv  # the solver's step
+    assert steps[-1] is searched[0]  # the generic search's first depth is the last step...
+    assert searched[0].depth == analysis.depth == 1  # ...and the answer's
     assert not analysis.exact
     assert analysis.bounds is not None
     assert analysis.moves is not None

@@ -292,7 +292,7 @@ static PyObject *Core_batch(Core *self, PyObject *args) {
                 if (scores[c] > lo) lo = scores[c];
             hi = lo;
         } else {
-            const Bounds b = solve_position(&s, cur, mask, ply, weak);
+            const Bounds b = solve_position(&s, cur, mask, ply, weak, NO_FLOOR);
             lo = b.lo;
             hi = b.hi;
             best = b.best;

@@ -25,6 +25,19 @@ Bounds root_init(const Geometry *g, const Table *t, const KnownSet *known, bitbo
     }
     b.lo = score_loss_next(g, ply);  /* the opponent wins at its next move */
     b.hi = score_highest(g, ply);    /* we win at our move after next */
+    if (ply + 1 <= known->max_ply && ply + 1 >= known->min_ply) {
+        /* Every child known (the database a ply down): settled, no question to ask. */
+        const bitboard threats = winning_cells(g, cur ^ mask, mask);
+        const bitboard forced = moves & threats;
+        const bitboard safe = (forced ? forced : moves) & ~(threats >> 1);
+        int value, column;
+        if (!(forced & (forced - 1)) && safe &&
+            known_children(known, g, cur, mask, ply, safe, b.hi + 1, &value, &column)) {
+            b.lo = b.hi = value;
+            b.best = column;
+            return b;
+        }
+    }
     int flipped;
     const int empty = g->cells - ply;
     const bitboard key = table_canonical(t, g, cur + mask, empty, &flipped);
@@ -70,8 +83,12 @@ int fallback_move(const Geometry *g, bitboard cur, bitboard mask) {
     return first_column(g, safe ? safe : moves);
 }
 
-Bounds solve_position(Search *s, bitboard cur, bitboard mask, int ply, int weak) {
+Bounds solve_position(Search *s, bitboard cur, bitboard mask, int ply, int weak, int floor) {
     Bounds b = root_init(s->g, s->t, s->known, cur, mask, ply);
+    if (floor > b.lo && floor <= b.hi) {
+        b.lo = floor;
+        b.best = -1; /* no move is known to reach the floor */
+    }
     s->aborted = 0;
     while (!settled(b, weak)) {
         b = root_step(s, cur, mask, ply, b, weak);
@@ -86,6 +103,10 @@ int analyze_position(Search *s, bitboard cur, bitboard mask, int ply, int weak, 
     const bitboard moves = possible(g, mask);
     const bitboard wins = winning_cells(g, cur, mask) & moves;
     for (int c = 0; c < g->width; c++) out[c] = FULL_COLUMN;
+    /* The position's own bounds: its best column is worth its score, no column more. */
+    const Bounds known = weak ? (Bounds){0, 0, -1} : root_init(g, s->t, s->known, cur, mask, ply);
+    const int known_best = !weak && known.lo == known.hi ? known.best : -1;
+    const int floor = weak ? NO_FLOOR : -known.hi;
     int best = -1;
     for (int k = 0; k < g->width; k++) {
         const int column = g->order[k];
@@ -94,8 +115,10 @@ int analyze_position(Search *s, bitboard cur, bitboard mask, int ply, int weak, 
         int score;
         if (wins & move) {
             score = weak ? 1 : score_win_now(g, ply);
+        } else if (column == known_best) {
+            score = known.lo;
         } else {
-            const Bounds b = solve_position(s, cur ^ mask, mask | move, ply + 1, weak);
+            const Bounds b = solve_position(s, cur ^ mask, mask | move, ply + 1, weak, floor);
             if (s->aborted) return -1;
             score = weak ? -weak_value(b) : -b.lo;
         }

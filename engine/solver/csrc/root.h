@@ -27,6 +27,7 @@
 #define EARLY_FILL 3     /* "early": fewer than EARLY_FILL / EARLY_FILL_OF of the cells filled */
 #define EARLY_FILL_OF 14
 #define FULL_COLUMN (-128) /* a full column's score in an analysis */
+#define NO_FLOOR (-1000)   /* solve_position: no score known to be reached */
 
 /* Status of a parsed notation (the numbers engine/solver/results.py reads). */
 enum {
@@ -63,11 +64,16 @@ Bounds root_init(const Geometry *g, const Table *t, const KnownSet *known, bitbo
  * and b is returned unchanged. */
 Bounds root_step(Search *s, bitboard cur, bitboard mask, int ply, Bounds b, int weak);
 
-/* Narrow until settled (or aborted); `best` is filled in where no search named one. */
-Bounds solve_position(Search *s, bitboard cur, bitboard mask, int ply, int weak);
+/* Narrow until settled (or aborted); `best` is filled in where no search named one.
+ * `floor`: a score the position is known to reach (NO_FLOOR: nothing known beyond
+ * the rules, the known tiers and the table); with a floor, `best` may be only the
+ * fallback move, and the score is exact all the same. */
+Bounds solve_position(Search *s, bitboard cur, bitboard mask, int ply, int weak, int floor);
 
 /* Score every column into out[width] (FULL_COLUMN for a full one; with weak,
- * signs); returns the best column, or -1 if aborted (s->aborted set). */
+ * signs); returns the best column, or -1 if aborted (s->aborted set). What is
+ * known of the position itself (the book, the table) settles its best column at
+ * once and is every other column's ceiling, as in engine/solver/run.py. */
 int analyze_position(Search *s, bitboard cur, bitboard mask, int ply, int weak, int *out);
 
 /* A best move where no search named one: the first move that does not lose

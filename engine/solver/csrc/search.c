@@ -50,6 +50,18 @@ static int negamax(Search *s, bitboard cur, bitboard msk, bitboard threats, int 
         int exact;
         if (known_lookup(s->known, g, cur + msk, n, &exact, NULL)) return exact;
     }
+    if (n + 1 <= s->known->max_ply && n + 1 >= s->known->min_ply) {
+        /* Children a ply down in the known tiers (the database): read, not searched. Their
+         * best is this node's exact value (or, at one that reaches beta, a cut-off), with no
+         * table probe and no child nodes; a child unknown (a partial database) sends the
+         * node to the search below, the lookups lost. */
+        int value, column;
+        if (known_children(s->known, g, cur, msk, n, safe, b, &value, &column)) {
+            if (d == 0) s->root_best = column;
+            return value;
+        }
+    }
+    const bitboard base = (cur ^ msk) + msk; /* a child's key is base + its move */
     const int empty = g->cells - n;
     int flipped;
     const bitboard key = table_canonical(t, g, cur + msk, empty, &flipped);
@@ -70,7 +82,6 @@ static int negamax(Search *s, bitboard cur, bitboard msk, bitboard threats, int 
             }
         }
     }
-    const bitboard base = (cur ^ msk) + msk; /* a child's key is base + its move */
     {
         /* Ask for all the children's buckets now, so their misses overlap. The near-end region
          * too: it shares the core's L2 with everything else, and prefetching there as well

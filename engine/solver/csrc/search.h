@@ -49,6 +49,32 @@ typedef struct {
     int64_t next_check;
 } Search;
 
+/* Read a position's children from the known tiers instead of searching them.
+ * Precondition: `safe` holds the moves of (cur, mask) that do not lose at once (an
+ * unsafe move loses at once: worse than any safe one), and the position has n stones.
+ * Returns 1 with *value the position's exact score and *column a move reaching it
+ * if every move of `safe` leads to a known position; 1 with a child's value as
+ * *value (a lower bound) as soon as one reaches `cut`; else 0 (a child unknown). */
+static inline int known_children(const KnownSet *known, const Geometry *g, bitboard cur,
+                                 bitboard mask, int n, bitboard safe, int cut, int *value,
+                                 int *column) {
+    const bitboard base = (cur ^ mask) + mask; /* a child's key is base + its move */
+    int best = score_loss_next(g, n), best_move = 0;
+    for (bitboard rest = safe; rest; rest &= rest - 1) {
+        const bitboard move = rest & -rest;
+        int child;
+        if (!known_lookup(known, g, base + move, n + 1, &child, NULL)) return 0;
+        if (-child > best || !best_move) {
+            best = -child;
+            best_move = (int)column_of(g, move) + 1;
+            if (best >= cut) break;
+        }
+    }
+    *value = best;
+    *column = best_move - 1;
+    return best_move > 0;
+}
+
 /* Seconds on CLOCK_MONOTONIC. */
 double monotonic_seconds(void);
 

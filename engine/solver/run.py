@@ -159,14 +159,10 @@ class Run:
         table holds it now, if already read (else it is read here)."""
         p = self.position
         legal = p.legal_moves()  # centre first
-        # Bounds of each column's value from our side (weak: of its sign).
-        floor, ceiling = (-1, 1) if self.weak else p.score_range()
         # What the book or the shared cache proved about the root: its best move's value is
         # the root's exact score (no search), and no column is worth more than its upper
         # bound, which narrows every other column's window from the start.
         known = None if self.weak else self.root_known
-        lower = dict.fromkeys(legal, floor)
-        upper = dict.fromkeys(legal, ceiling if known is None else min(ceiling, known[1]))
         # The columns settled before any search (a win now, the book, the database, the
         # table), in one compiled call: no search, no progress of their own.
         moves: dict[int, int] = {}
@@ -178,17 +174,22 @@ class Run:
                 moves[column] = (value > 0) - (value < 0) if self.weak else value
             elif known is not None and known[0] == known[1] and column == known[2]:
                 moves[column] = known[0]
-        for column, value in moves.items():
-            lower[column] = upper[column] = value
         if len(moves) < len(legal):
             quick = self.quick_columns()
             if quick is not None:
-                # One step, as for the columns settled before any search: every analysis
-                # reports progress.
-                best = max(quick.values())
-                yield self.progress(best, best, True, _bounds(quick, quick))
-                yield self.answer(legal, quick)
-                return
+                moves = quick
+        if len(moves) == len(legal):
+            # One step, as where columns are left to search: every analysis reports progress.
+            best = max(moves.values())
+            yield self.progress(best, best, True, {c: (v, v) for c, v in sorted(moves.items())})
+            yield self.answer(legal, moves)
+            return
+        # Bounds of each column's value from our side (weak: of its sign).
+        floor, ceiling = (-1, 1) if self.weak else p.score_range()
+        lower = dict.fromkeys(legal, floor)
+        upper = dict.fromkeys(legal, ceiling if known is None else min(ceiling, known[1]))
+        for column, value in moves.items():
+            lower[column] = upper[column] = value
         if moves:
             # What is settled already, in one step: every analysis reports progress (a caller
             # streaming it shows these columns at once), however little is left to search.

@@ -14,9 +14,11 @@
  * that do not lose at once (two threats we can reach, or every move under
  * one of its winning cells: lost); narrow the window by the named score
  * bounds (position.h); ask what is known exactly (known.h: the book, at its
- * plies), then the table; where the children live in the table's main
- * region, prefetch their buckets and cut off at once if one of them is
- * already known to refute the window (enhanced transposition cut-off); then
+ * plies), and a ply above a known tier read the children there instead of
+ * searching them (known_children); then the table; where the children live
+ * in the table's main region, prefetch their buckets and cut off at once if
+ * one of them is already known to refute the window (enhanced transposition
+ * cut-off); then
  * try the moves, best first (movesorter.h). A null window (beta = alpha + 1)
  * makes every node a yes/no question, which is what the root driver asks.
  *

@@ -161,6 +161,32 @@ def test_the_search_asks_the_database_and_never_changes_a_score(tmp_path: Path) 
     assert fewer > len(sample) // 2  # the database answers inside the search
 
 
+def test_a_ply_above_the_database_its_children_are_read_not_searched(tmp_path: Path) -> None:
+    # Every column of a position one ply before the database is a lookup: no node searched.
+    # Two plies before, each column's position reads its children the same way. The scores
+    # are a plain solver's, column by column.
+    width, height, stones = 5, 4, 8
+    database = built_in_process(tmp_path / "db", width, height, stones)
+    with_db = Solver(width, height, table_bytes=1 << 20, database=database)
+    plain = Solver(width, height, table_bytes=1 << 20)
+    for ply in (stones - 1, stones - 2):
+        sample = [q for q in positions_at(ply, width, height) if q.outcome() is None]
+        for q in sample[:: max(1, len(sample) // 40)]:
+            with_db.reset()
+            plain.reset()
+            read, searched = with_db.analyze(q), plain.analyze(q)
+            assert read.exact, q.notation()
+            assert read.moves == searched.moves, q.notation()
+            solved = with_db.solve(q)
+            assert solved.score == searched.score, q.notation()
+            assert solved.best_move is not None
+            assert read.moves is not None
+            assert read.moves[solved.best_move] == searched.score, q.notation()
+            if ply == stones - 1:
+                assert read.nodes == 0, q.notation()
+                assert solved.nodes <= 1, q.notation()  # a loss at once: one node sees it
+
+
 def test_a_partial_database_answers_what_it_holds_and_nothing_else(tmp_path: Path) -> None:
     width, height, stones = 5, 4, 8
     full = built_in_process(tmp_path / "full", width, height, stones)
@@ -184,8 +210,17 @@ def test_a_partial_database_answers_what_it_holds_and_nothing_else(tmp_path: Pat
     assert partial.lookup(Connect4.from_key(int(keys_[-1]), width, height)) is None
     solver = Solver(width, height, table_bytes=1 << 20, database=partial)
     plain = Solver(width, height, table_bytes=1 << 20)
-    for q in positions_at(5, 5, 4)[::20]:
+    # Where only some of a node's children are known (plies 7 and 6: the database a ply or
+    # two down), the search answers the same.
+    for q in [
+        *positions_at(5, 5, 4)[::20],
+        *positions_at(6, 5, 4)[::20],
+        *positions_at(7, 5, 4)[::20],
+    ]:
+        if q.outcome() is not None:
+            continue
         assert solver.solve(q).score == plain.solve(q).score, q.notation()
+        assert solver.analyze(q).moves == plain.analyze(q).moves, q.notation()
 
 
 def test_packing_again_only_when_the_parts_change(tmp_path: Path) -> None:

@@ -249,6 +249,10 @@ def _job_function(
                 return Retry(max=MAX_PREEMPTIONS, enqueue_at_front=True)
             finally:
                 release()  # what a further board size left beyond its small table
+                if context is not None:
+                    # Before RQ records the job ended: a reader that sees it ended (an event
+                    # stream, a poll) finds all its progress there already.
+                    context.flush(final=True)
             dumped = result.model_dump(mode="json")
             if context is not None:
                 context.result = dumped

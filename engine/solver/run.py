@@ -181,7 +181,7 @@ class Run:
         if len(moves) == len(legal):
             # One step, as where columns are left to search: every analysis reports progress.
             best = max(moves.values())
-            yield self.progress(best, best, True, {c: (v, v) for c, v in sorted(moves.items())})
+            yield self.progress(best, best, True, _bounds(moves, moves))
             yield self.answer(legal, moves)
             return
         # Bounds of each column's value from our side (weak: of its sign).

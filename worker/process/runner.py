@@ -37,8 +37,9 @@ meta, a job function returning RQ's ``Retry``):
 * **Memory recycling.** Near ``worker_memory_mb`` after a job, the worker stops the way RQ
   stops (a warm shutdown) and exits with ``RECYCLE_EXIT`` so the supervisor starts a fresh
   one; never during a job.
-* **Progress events and the end of a job** for plybot's event streams and waiters
-  (:meth:`worker.core.jobstore.JobStore.announce`), after RQ has recorded the end.
+* **Progress events and the end of a job** for plybot's event streams and waiters: the
+  progress before RQ records the end (the job function publishes it), the end
+  (:meth:`worker.core.jobstore.JobStore.announce`) after.
 * **A clear error**: the exception handler puts a one-line reason in the job's meta beside
   RQ's ``exc_info``; a request that cannot run (a bad payload, a foreign function) fails at
   once (no retry), visibly, in RQ's failed registry.
@@ -242,9 +243,8 @@ class PlybotWorker(SimpleWorker):
 
     def _after(self, job: Job, context: jobs.JobContext | None) -> None:
         """Tell the waiters how it ended (RQ has recorded it, and ``job`` holds what it
-        recorded: no round trip to read it back), and make way if memory is short."""
-        if context is not None and context.pending:
-            context.flush(final=True)
+        recorded: no round trip to read it back), and make way if memory is short. Its
+        progress is out already: the job function publishes it before it returns."""
         if self.cache is not None:
             self.cache.flush_stats()  # counted before the end is told: a reader sees them
         status = job.get_status(refresh=False)

@@ -1,6 +1,17 @@
 /* The root driver: see root.h. */
 #include "root.h"
 
+/* The moves of (cur, mask) that do not lose at once: the one parrying the opponent's
+ * playable win if there is one, and never a move right under an opponent's winning cell
+ * (0: every move loses at once). Where the opponent has two playable wins, the one parried
+ * may be in it: it loses at the next move all the same. */
+static bitboard safe_moves(const Geometry *g, bitboard cur, bitboard mask) {
+    const bitboard moves = possible(g, mask);
+    const bitboard threats = winning_cells(g, cur ^ mask, mask);
+    const bitboard forced = moves & threats;
+    return (forced ? forced : moves) & ~(threats >> 1);
+}
+
 /* x * eighths / 8, rounded towards 0. */
 static int part(int x, int eighths) { return x >= 0 ? eighths * x / 8 : -(-eighths * x / 8); }
 
@@ -27,12 +38,9 @@ Bounds root_init(const Geometry *g, const Table *t, const KnownSet *known, bitbo
     b.hi = score_highest(g, ply);    /* we win at our move after next */
     if (ply + 1 <= known->max_ply && ply + 1 >= known->min_ply) {
         /* Every child known (the database a ply down): settled, no question to ask. */
-        const bitboard threats = winning_cells(g, cur ^ mask, mask);
-        const bitboard forced = moves & threats;
-        const bitboard safe = (forced ? forced : moves) & ~(threats >> 1);
+        const bitboard safe = safe_moves(g, cur, mask);
         int value, column;
-        if (!(forced & (forced - 1)) && safe &&
-            known_children(known, g, cur, mask, ply, safe, b.hi + 1, &value, &column)) {
+        if (safe && known_children(known, g, cur, mask, ply, safe, b.hi + 1, &value, &column)) {
             b.lo = b.hi = value;
             b.best = column;
             return b;
@@ -76,11 +84,8 @@ Bounds root_step(Search *s, bitboard cur, bitboard mask, int ply, Bounds b, int 
 }
 
 int fallback_move(const Geometry *g, bitboard cur, bitboard mask) {
-    const bitboard moves = possible(g, mask);
-    const bitboard threats = winning_cells(g, cur ^ mask, mask);
-    const bitboard forced = moves & threats;
-    const bitboard safe = (forced ? forced : moves) & ~(threats >> 1);
-    return first_column(g, safe ? safe : moves);
+    const bitboard safe = safe_moves(g, cur, mask);
+    return first_column(g, safe ? safe : possible(g, mask));
 }
 
 Bounds solve_position(Search *s, bitboard cur, bitboard mask, int ply, int weak, int floor) {

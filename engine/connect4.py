@@ -44,6 +44,7 @@ class Geometry:
     def __init__(self, width: int, height: int) -> None:
         self.width = width
         self.height = height
+        self.variant = f"{width}x{height}"
         self.h1 = height + 1
         self.bottom_mask = sum(1 << (c * self.h1) for c in range(width))
         self.board_mask = self.bottom_mask * ((1 << height) - 1)
@@ -250,7 +251,7 @@ class Connect4:
 
     @property
     def variant(self) -> str:
-        return f"{self._g.width}x{self._g.height}"
+        return self._g.variant
 
     @property
     def side_to_move(self) -> int:

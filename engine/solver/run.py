@@ -152,28 +152,16 @@ class Run:
             upper=score,
         )
 
-    def analyze(
-        self, before: list[tuple[int, int] | None] | None = None
-    ) -> Iterator[Progress | Analysis]:
-        """Every column's value. ``before``: :meth:`Core.children` of the root as the
-        table holds it now, if already read (else it is read here)."""
+    def analyze(self, moves: dict[int, int] | None = None) -> Iterator[Progress | Analysis]:
+        """Every column's value. ``moves``: :meth:`known_columns`, if already read (else it
+        is read here)."""
         p = self.position
         legal = p.legal_moves()  # centre first
-        # What the book or the shared cache proved about the root: its best move's value is
-        # the root's exact score (no search), and no column is worth more than its upper
-        # bound, which narrows every other column's window from the start.
+        # What the book or the shared cache proved about the root: no column is worth more
+        # than its upper bound, which narrows every other column's window from the start.
         known = None if self.weak else self.root_known
-        # The columns settled before any search (a win now, the book, the database, the
-        # table), in one compiled call: no search, no progress of their own.
-        moves: dict[int, int] = {}
-        if before is None:
-            before = self.core.children(p.current, p.mask, p.ply)
-        for column, bounds in enumerate(before):
-            if bounds is not None and bounds[0] == bounds[1]:
-                value = bounds[0]
-                moves[column] = (value > 0) - (value < 0) if self.weak else value
-            elif known is not None and known[0] == known[1] and column == known[2]:
-                moves[column] = known[0]
+        if moves is None:
+            moves = self.known_columns()
         if len(moves) < len(legal):
             quick = self.quick_columns()
             if quick is not None:
@@ -227,6 +215,22 @@ class Run:
                 )
         yield self.answer(legal, moves)
 
+    def known_columns(self) -> dict[int, int]:
+        """The columns settled before any search, by column (weak: each value's sign): a win
+        now, the book, the database and the table (one compiled call, :meth:`Core.children`),
+        and the root's best move where the book or the shared cache proved the root exact
+        (its value is the root's score)."""
+        p = self.position
+        known = None if self.weak else self.root_known
+        moves: dict[int, int] = {}
+        for column, bounds in enumerate(self.core.children(p.current, p.mask, p.ply)):
+            if bounds is not None and bounds[0] == bounds[1]:
+                value = bounds[0]
+                moves[column] = (value > 0) - (value < 0) if self.weak else value
+            elif known is not None and known[0] == known[1] and column == known[2]:
+                moves[column] = known[0]
+        return moves
+
     def quick_columns(self) -> dict[int, int] | None:
         """Every playable column's value (weak: its sign) from one compiled call of at most
         :data:`QUICK_NODES` nodes, or ``None`` if it did not finish (or the run's own node
@@ -252,19 +256,20 @@ class Run:
         nodes = self.nodes  # the solve's; the principal variation's searches come on top
         pv = [best] if self.weak or not self.want_pv else self.principal_variation(p, score, best)
         cache_io.write(self, score, best, moves)
+        ordered = dict(sorted(moves.items()))
         return Analysis(
             best_move=best,
             score=score,
             exact=True,
             pv=pv,
-            moves=dict(sorted(moves.items())),
+            moves=ordered,
             depth=self.depth(),
             nodes=nodes,
             time_ms=self.elapsed_ms(),
             cache_hit=False,
             lower=score,
             upper=score,
-            bounds={c: (m, m) for c, m in sorted(moves.items())},
+            bounds={c: (m, m) for c, m in ordered.items()},
         )
 
     def progress(

@@ -148,11 +148,9 @@ class Solver:
         if not all_moves:
             found = self._core.known(position.current, position.mask, position.ply)
             return found is not None and found[1] >= 0
-        return _every_column_settled(self._children(position))
-
-    def _children(self, position: Connect4) -> list[tuple[int, int] | None]:
-        """Each column's bounds before any search (:meth:`Core.children`)."""
-        return self._core.children(position.current, position.mask, position.ply)
+        return _every_column_settled(
+            self._core.children(position.current, position.mask, position.ply)
+        )
 
     # -- single positions ---------------------------------------------------------
 
@@ -263,8 +261,8 @@ class Solver:
         # Every column known already: nothing to read (the answer is still written, so that
         # the service answers it again from the cache before queueing it), and the columns
         # read here are the analysis's own (no cache seeds came in between).
-        before = self._children(position) if analyze and not weak else None
-        if before is None or not _every_column_settled(before):
+        before = run.known_columns() if analyze and not weak else None
+        if before is None or len(before) < len(position.legal_moves()):
             before = None
             hit = cache_io.read(run, analyze, known)  # nothing to read without a cache
             if hit is not None:

@@ -53,23 +53,22 @@ def solve_exact(
     on_progress: ProgressCallback | None = None,
     start: float,
     seen: known.Neighbourhood | None = None,
+    pv: bool = True,
 ) -> Analysis:
     """The solver's answer (exact, or its proven bounds where a limit came first), each of its
     steps handed to ``on_progress`` (with ``node_limit``: none). Times count from ``start``.
 
-    ``seen``: the neighbourhood already read from the solver's book and cache.
+    ``seen``: the neighbourhood already read from the solver's book and cache. With
+    ``pv=False`` the line is only the best move (a bot move needs no more).
     """
     if node_limit is not None:
-        if all_moves:
-            return solver.analyze(
-                position, deadline=deadline, node_limit=node_limit, known=seen, start=start
-            )
-        return solver.solve(
-            position, deadline=deadline, node_limit=node_limit, known=seen, start=start
+        answer = solver.analyze if all_moves else solver.solve
+        return answer(
+            position, deadline=deadline, node_limit=node_limit, known=seen, start=start, pv=pv
         )
     final: Analysis | None = None
     for item in solver.iter_solve(
-        position, deadline=deadline, analyze=all_moves, known=seen, start=start
+        position, deadline=deadline, analyze=all_moves, known=seen, start=start, pv=pv
     ):
         if isinstance(item, Progress):
             if on_progress is not None:

@@ -197,6 +197,7 @@ def _with_solver(
         deadline=solver_deadline,
         node_limit=spec.solver_nodes,
         start=start,
+        pv=False,  # a move, not a line: the line past the database would cost searches
     )
     if result.exact and result.best_move is not None:
         return MoveChoice(

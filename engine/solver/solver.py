@@ -209,12 +209,11 @@ class Solver:
         if isinstance(begun, Analysis):
             return begun
         run, columns = begun
-        legal = position.legal_moves()
-        if columns is not None and len(columns) == len(legal):
+        if columns is not None:
             # Every column read, none searched: the answer, without iter_solve's step (a
             # quarter of the time of a ply-11 analysis, where every column is a lookup).
-            return run.answer(legal, columns)
-        return self._last(run.analyze(columns))
+            return run.answer(position.legal_moves(), columns)
+        return self._last(run.analyze())
 
     def iter_solve(
         self,
@@ -264,8 +263,8 @@ class Solver:
         start: float | None,
     ) -> Analysis | tuple[Run, dict[int, int] | None]:
         """The lookup ladder before any search: the answer if it answers, else the run to
-        search with and, for an analysis, its columns already settled (:meth:`Run.known_columns`;
-        ``None``: not read yet)."""
+        search with and, for an analysis whose every column is settled already, their values
+        (:meth:`Run.known_columns`; else ``None``)."""
         self._check(position)
         require_ongoing(position)
         run = Run(

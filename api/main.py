@@ -104,6 +104,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         max_connections=redis_pool_size(settings),
         pool_timeout=POOL_TIMEOUT_S,
     )
+    await asyncio.to_thread(client.warm_up)
     app.state.client = client
     app.state.redis = client.redis
     app.state.games = GameStore(client.redis, finished_ttl_s=settings.api_games_finished_s)

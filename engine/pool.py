@@ -158,6 +158,41 @@ class SolverPool:
 #: The process's pool.
 solvers = SolverPool()
 
+#: The process's lookup solvers (:func:`lookup_solver`), by board size and database.
+_lookup_solvers: dict[tuple[int, int, bool], Solver] = {}
+
+
+def lookup_solver(width: int, height: int, *, database: bool = True) -> Solver | None:
+    """The process's solver for answers of the lookup ladder alone (:meth:`Solver.lookup`),
+    or ``None`` for a board with no shipped book (nothing to look up).
+
+    It reads the shipped book and, with ``database``, the shipped 12-stone database (mapped:
+    one copy on a machine, whichever processes read it), has the smallest table and no
+    cache, and is never asked to search: for a process that answers what is known and
+    queues the rest (the service's API). Made at the first call for a size (milliseconds).
+    Not thread-safe, like any solver: one caller at a time.
+    """
+    from engine.book import shipped_book
+
+    book = shipped_book(width, height)
+    if book is None:
+        return None
+    key = (width, height, database)
+    found = _lookup_solvers.get(key)
+    if found is None:
+        from engine.database import shipped_database
+        from engine.solver import Solver
+
+        found = Solver(
+            width,
+            height,
+            table_bytes=MIN_TABLE_BYTES,
+            book=book,
+            database=shipped_database(width, height) if database else None,
+        )
+        _lookup_solvers[key] = found
+    return found
+
 
 def default_solver(width: int, height: int, cache: PositionCache | None = None) -> Solver:
     """The process's solver for this board size, made with ``cache`` (any if ``None``).

@@ -1,5 +1,6 @@
-"""Answers at submission, end to end: an exact solve the shared cache holds is finished
-by the API itself, never queued; ``POST /v1/analyses?wait=S``.
+"""Answers at submission, end to end: an exact solve the opening book and the 12-stone
+database settle, or that the shared cache holds, is finished by the API itself, never
+queued; ``POST /v1/analyses?wait=S``.
 
 Real API under uvicorn, real workers, real Redis. To show that no worker answered,
 the workers are stopped before the cached request: an answer then can only have
@@ -17,6 +18,9 @@ import redis
 from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 
+from engine.analysis import analyze
+from engine.bench.slow import SLOW
+from engine.connect4 import Connect4
 from engine.game import new_game
 from tests.fixtures.api import WebhookReceiver, api_server_on
 from tests.test_api_analyses import read_events
@@ -221,3 +225,44 @@ def test_an_unreachable_cache_sends_the_request_to_the_queue(
         assert view["status"] == "done"
         assert view["result"]["score"] == -1
         assert view["result"]["worker"] not in ("", "cache")
+
+
+def test_what_the_book_and_the_database_settle_is_answered_at_submission(
+    redis_url: str, clean_redis: redis.Redis
+) -> None:
+    # The tests' APIs run without the database; this one has it. No worker runs, and the
+    # analysis queue is full: a position past the database is refused, while every column
+    # of a position the book settles (ply 5), or two plies above the database (ply 10, a
+    # solve of seconds without it), is answered by the API alone.
+    env = {"PLYBOT_SOLVER_DATABASE": "true", "PLYBOT_API_MAX_QUEUED": "1"}
+    with api_server_on(redis_url, env=env) as server, server.client() as http:
+        assert post(http, position=POSITION, mode="solve").status_code == 202
+        refused = post(http, position=OTHER, mode="solve")
+        assert refused.status_code == 503, refused.text
+        assert "the analysis queue is full" in refused.json()["message"]
+        slow = "5655723221"
+        for position in ("44533", slow):
+            response = post(http, WAIT, position=position, mode="solve", moves="all")
+            assert response.status_code == 200, response.text
+            view = response.json()
+            result = view["result"]
+            assert (view["status"], result["worker"], result["nodes"]) == ("done", "book", 0)
+            assert result["exact"] is True
+            reference = analyze(Connect4.parse(position), mode="solve", all_moves=True)
+            assert result["moves"] == {str(c + 1): v for c, v in reference.moves.items()}
+            assert result["score"] == max(result["moves"].values())
+            assert result["moves"][result["best_move"]] == result["score"]
+            if position == slow:
+                assert result["score"] == SLOW[slow]
+            # The line read from the book and the database: best moves, to 13 stones.
+            assert result["pv"][0] == result["best_move"]
+            assert len(position) + len(result["pv"]) == 13, result["pv"]
+            assert read_events(http, view["id"]) == [("progress", view["progress"]), ("done", view)]
+            job = Job.fetch(view["id"], connection=clean_redis, serializer=JSONSerializer)
+            assert job.get_status() == JobStatus.FINISHED
+            assert job.return_value() == result
+            # The best move alone, too.
+            best = post(http, WAIT, position=position, mode="solve").json()["result"]
+            assert (best["worker"], best["score"]) == ("book", result["score"])
+            assert result["moves"][best["best_move"]] == result["score"]
+        assert queued(clean_redis) == 1  # the first request's, still waiting for a worker

@@ -18,6 +18,7 @@ import pytest
 import redis
 
 from tests.fixtures.api import ApiServer, api_server_on
+from tests.fixtures.positions import PAST_THE_BOOK
 from worker.core import keys
 from worker.process.redis_server import RedisServer
 
@@ -242,7 +243,7 @@ def test_redis_down_then_back(own_redis: RedisServer, http: httpx.Client) -> Non
     try:
         for method, path, body in [
             ("GET", "/healthz", None),
-            ("POST", "/v1/analyses", {"position": "4", "mode": "solve"}),
+            ("POST", "/v1/analyses", {"position": PAST_THE_BOOK, "mode": "solve"}),
             ("GET", "/v1/games/abc", None),
             ("GET", "/v1/status", None),
         ]:
@@ -254,7 +255,7 @@ def test_redis_down_then_back(own_redis: RedisServer, http: httpx.Client) -> Non
         own_redis.start()  # same port; the API is not restarted
     r = http.get("/healthz")
     assert r.status_code == 200, r.text
-    r = http.post("/v1/analyses", json={"position": "4", "mode": "solve"})
+    r = http.post("/v1/analyses", json={"position": PAST_THE_BOOK, "mode": "solve"})
     assert r.status_code == 202
     assert http.get(r.headers["Location"]).json()["status"] == "queued"
 

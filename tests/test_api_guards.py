@@ -27,6 +27,7 @@ import pytest
 import redis
 
 from tests.fixtures.api import CALLBACK_SECRET, ApiServer, WebhookReceiver, api_server_on
+from tests.fixtures.positions import PAST_THE_BOOK
 from tests.fixtures.waiting import wait_for
 from worker.bench.chaos import mixed_load, open_slow_clients
 from worker.core.redis_memory import check_redis_memory
@@ -233,7 +234,7 @@ def test_x_forwarded_for_is_believed_from_a_trusted_proxy_only(own_redis: RedisS
 def test_streams_and_long_polls_are_capped_per_client_and_in_all(server: ApiServer) -> None:
     a, b = KEYS[0], KEYS[1]
     with server.client(headers={"X-API-Key": a}) as http:
-        job = http.post("/v1/analyses", json={"position": "4453", "mode": "solve"}).json()
+        job = http.post("/v1/analyses", json={"position": PAST_THE_BOOK, "mode": "solve"}).json()
     events = f"/v1/analyses/{job['id']}/events"
     with (
         server.client(headers={"X-API-Key": a}) as client_a,

@@ -161,30 +161,45 @@ def test_the_search_asks_the_database_and_never_changes_a_score(tmp_path: Path) 
     assert fewer > len(sample) // 2  # the database answers inside the search
 
 
-def test_a_ply_above_the_database_its_children_are_read_not_searched(tmp_path: Path) -> None:
-    # Every column of a position one ply before the database is a lookup: no node searched.
-    # Two plies before, each column's position reads its children the same way. The scores
-    # are a plain solver's, column by column.
+def test_up_to_three_plies_above_the_database_an_analysis_is_read_not_searched(
+    tmp_path: Path,
+) -> None:
+    # Every column of a position one ply before the database is a lookup; two and three
+    # plies before, each column's position reads its children (or grandchildren) the same
+    # way: no node searched, and Solver.lookup answers. The scores are a plain solver's,
+    # column by column; a line read from the tiers is a line of best moves.
     width, height, stones = 5, 4, 8
     database = built_in_process(tmp_path / "db", width, height, stones)
     with_db = Solver(width, height, table_bytes=1 << 20, database=database)
     plain = Solver(width, height, table_bytes=1 << 20)
-    for ply in (stones - 1, stones - 2):
+    for ply in (stones - 1, stones - 2, stones - 3):
         sample = [q for q in positions_at(ply, width, height) if q.outcome() is None]
         for q in sample[:: max(1, len(sample) // 40)]:
             with_db.reset()
             plain.reset()
-            read, searched = with_db.analyze(q), plain.analyze(q)
+            searched = plain.analyze(q)
+            read = with_db.lookup(q, all_moves=True)
+            assert read is not None, q.notation()
             assert read.exact, q.notation()
+            assert read.nodes == 0, q.notation()
             assert read.moves == searched.moves, q.notation()
-            solved = with_db.solve(q)
+            assert read.pv[0] == read.best_move
+            line, score = q.copy(), read.score
+            for move in read.pv:  # each move of the line keeps the score
+                assert plain.analyze(line).moves[move] == score, (q.notation(), read.pv)  # type: ignore[index]
+                line.push(move)
+                score = -score
+                if line.outcome() is not None:
+                    break
+            solved = with_db.lookup(q, all_moves=False)
+            assert solved is not None, q.notation()
             assert solved.score == searched.score, q.notation()
             assert solved.best_move is not None
             assert read.moves is not None
             assert read.moves[solved.best_move] == searched.score, q.notation()
-            if ply == stones - 1:
-                assert read.nodes == 0, q.notation()
-                assert solved.nodes <= 1, q.notation()  # a loss at once: one node sees it
+    # Four plies before, a column takes a search: lookup says so.
+    far = [q for q in positions_at(stones - 4, width, height) if q.outcome() is None]
+    assert any(with_db.lookup(q, all_moves=True) is None for q in far)
 
 
 def test_a_partial_database_answers_what_it_holds_and_nothing_else(tmp_path: Path) -> None:

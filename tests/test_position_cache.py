@@ -140,7 +140,9 @@ def test_a_solve_by_one_worker_answers_another_for_transpositions_and_mirrors(
 
     def solve(position: str):  # type: ignore[no-untyped-def]
         async def go():  # type: ignore[no-untyped-def]
-            async with JobClient(redis_url) as client:
+            # Without the database (as the workers), so that the solve is a worker's.
+            settings = Settings(solver_database=False)
+            async with JobClient(redis_url, settings) as client:
                 request = AnalysisRequest(game=game, position=position, moves=moves)
                 return await client.analyze(request, timeout=120)
 

@@ -104,9 +104,13 @@ async def create_analysis(
         why = refusal(body.callback_url, settings)
         if why is not None:
             raise unprocessable(("body", "callback_url"), why)
-    async with queued.admit(caller) as record:  # 429/503 past the caps on queued work
-        submitted = await client.enqueue(body.job_request())  # the id and status in one trip
-        if submitted.state is None:  # answered at submission: nothing queued
+    request = body.job_request()
+    # What is known (the book, the database, the shared cache) is answered at once: nothing
+    # is queued, so the caps on queued work do not apply to it.
+    submitted = await client.answer_at_once(request)
+    if submitted is None:
+        async with queued.admit(caller) as record:  # 429/503 past the caps on queued work
+            submitted = await client.queue(request)  # the id and status in one trip
             record(submitted.id)
     job_id = submitted.id
     if body.callback_url is not None:
@@ -117,7 +121,7 @@ async def create_analysis(
         state = submitted.state
         if state is None:
             with waits.hold(caller):
-                state = await client.wait(job_id, timeout=wait)
+                state = await client.wait(job_id, timeout=wait, submitted=True)
         if state.finished:
             # A Response of our own: no second validation of a view built from the record.
             return Response(

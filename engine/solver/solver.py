@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -142,15 +143,36 @@ class Solver:
     def settles(self, position: Connect4, all_moves: bool) -> bool:
         """Whether this solver answers ``position`` exactly at once, before the shared cache
         and without a search: the root (``all_moves``: every playable column) settled by the
-        rules, the book, the database or the table. Then the cache is not read (a round
-        trip slower than the answer). Precondition: ``position`` is ongoing and of this
-        solver's size."""
+        rules, the book, the database (up to two plies down) or the table. Then the cache is
+        not read (a round trip slower than the answer). Precondition: ``position`` is
+        ongoing and of this solver's size."""
         if not all_moves:
-            found = self._core.known(position.current, position.mask, position.ply)
-            return found is not None and found[1] >= 0
+            lo, hi, best = self._core.init(position.current, position.mask, position.ply)
+            return lo == hi and best >= 0
         return _every_column_settled(
             self._core.children(position.current, position.mask, position.ply)
         )
+
+    def lookup(
+        self, position: Connect4, *, all_moves: bool, start: float | None = None
+    ) -> Analysis | None:
+        """The exact answer of the lookup ladder alone, or ``None`` where it takes a search.
+
+        Answers where :meth:`settles` (a solve also where every column settles: up to
+        three plies before the database), the shared cache not asked; its line runs as far
+        as the book, the database and the table name the moves (to 13 stones from a
+        position before the database), since no node is searched. For a caller that must
+        not search: the service answering at submission. Precondition: ``position`` is
+        ongoing and of this solver's size.
+        """
+        if self.settles(position, all_moves):
+            answer = self.analyze if all_moves else self.solve
+            return answer(position, node_limit=0, start=start)
+        if not all_moves and self.settles(position, True):
+            # Three plies above the database: the root is not read, but its columns are.
+            analysis = self.analyze(position, node_limit=0, start=start)
+            return replace(analysis, moves=None, bounds=None)
+        return None
 
     # -- single positions ---------------------------------------------------------
 

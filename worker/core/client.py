@@ -45,15 +45,17 @@ Every job is an RQ job (:mod:`worker.core.jobstore`): RQ's ``Job.fetch(id)`` fin
 id this client hands out, and its ``return_value()`` is the result shown here. RQ's API is
 synchronous: its calls run on a pool of threads of the client's own.
 
-Answered at submission: an exact Connect Four solve whose answer the shared
-position cache already holds (the root's exact entry; every child's for
-``moves="all"``: :func:`engine.analysis.cached_exact`, as a worker would read it)
-is an RQ job run at once by RQ in this process (``is_async=False``), never queued: same
-record, id scheme, events and webhook as a worker's answer, ``"cache": "hit"``,
-``"worker": "cache"``.
-Its lookups count in the cache's hits and misses; a lookup that cannot answer is
-not counted (the worker that takes the job looks the same keys up and counts
-them). Any trouble with the cache or the recording falls through to the queue.
+Answered at submission (:meth:`JobClient.answer_at_once`): an exact Connect Four solve
+that what is known answers is an RQ job run at once by RQ in this process
+(``is_async=False``), never queued: same record, id scheme, events and webhook as a
+worker's answer. First the opening book and the 12-stone database, read by the solver's
+lookup ladder without a search (:meth:`engine.solver.Solver.lookup`: every position up to
+ply 11 with every column, microseconds; ``"worker": "book"``; its line runs as far as
+they name the moves); then the shared position cache (the root's exact entry; every
+child's for ``moves="all"``: :func:`engine.analysis.cached_exact`, as a worker would read
+it; ``"cache": "hit"``, ``"worker": "cache"``). The cache's lookups count in its hits and
+misses; a lookup that cannot answer is not counted (the worker that takes the job looks
+the same keys up and counts them). Any trouble falls through to the queue.
 
 Waiting never polls in a loop: ``wait``/``result``/``analyze``/``move`` read the
 state once (a finished job answers at once), then block on the job's own done
@@ -70,11 +72,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import redis.asyncio as aioredis
 from pydantic import BaseModel
@@ -87,6 +90,7 @@ from rq.serializers import JSONSerializer
 from engine.analysis import cached_exact, step_of
 from engine.connect4 import Connect4
 from engine.game import has_exact_solver
+from engine.pool import lookup_solver
 from worker.core import keys
 from worker.core.connection import aclose, close, connect, connect_async
 from worker.core.contract import (
@@ -117,14 +121,19 @@ __all__ = [
     "WorkerStatus",
 ]
 
+if TYPE_CHECKING:
+    from engine.solver import Solver
+
 log = logging.getLogger(__name__)
 
 _SAFETY_RECHECK_S = 1.0
 #: Threads for RQ's synchronous calls (each holds one Redis round trip at a time).
 _RQ_THREADS = 32
 
-#: ``JobState.worker`` and ``AnalysisResult.worker`` of a job answered at submission.
+#: ``JobState.worker`` and ``AnalysisResult.worker`` of a job answered at submission: by the
+#: shared cache, or by the opening book and the 12-stone database.
 CACHE_WORKER = "cache"
+KNOWN_WORKER = "book"
 
 T = TypeVar("T")
 
@@ -242,6 +251,8 @@ class JobClient:
         if self.settings.cache_enabled:
             self.cache = RedisPositionCache(self.settings.cache_url or url, self.settings)
         self._cache_in_job_redis = self.settings.cache_url in (None, "", url)
+        # The lookup solvers answer at submission from the RQ threads: one at a time.
+        self._lookup_lock = threading.Lock()
 
     async def __aenter__(self) -> JobClient:
         return self
@@ -278,15 +289,38 @@ class JobClient:
     async def enqueue(self, request: AnalysisRequest | MoveRequest) -> Submitted:
         """Like :meth:`submit`, with the job's status then.
 
-        An analysis the shared cache answers exactly is finished here (status ``done``,
-        ``state`` set; see the module docstring); anything else is queued with RQ, or joins
-        an identical analysis in flight (``new`` False).
+        An analysis that what is known answers exactly is finished here (status ``done``,
+        ``state`` set: :meth:`answer_at_once`); anything else is queued with RQ
+        (:meth:`queue`).
         """
         if isinstance(request, AnalysisRequest):
-            answered = await self._answer_from_cache(request)
+            answered = await self.answer_at_once(request)
             if answered is not None:
                 return answered
+        return await self.queue(request)
+
+    async def queue(self, request: AnalysisRequest | MoveRequest) -> Submitted:
+        """Queue ``request`` with RQ, or join an identical analysis in flight (``new`` False)."""
         return await self._call(self.store.submit, request)
+
+    async def answer_at_once(self, request: AnalysisRequest) -> Submitted | None:
+        """The job recorded finished if what is known answers ``request`` exactly, else
+        ``None`` (then it is for :meth:`queue`): the opening book and the 12-stone database
+        (the solver's lookup ladder, no search), then the shared cache. See the module
+        docstring. Never raises: any trouble means ``None``."""
+        if request.mode != "solve":
+            return None
+        board = request.board()
+        if not isinstance(board, Connect4) or not has_exact_solver(board):
+            return None
+        try:
+            state = await self._call(self._record_if_known, board, request)
+        except Exception as exc:  # the queue answers it; never fail for the shortcut
+            log.warning("answering at submission failed: %r", exc)
+            return None
+        if state is None:
+            return None
+        return Submitted(id=state.id, status="done", new=True, state=state)
 
     # -- read ------------------------------------------------------------------------
 
@@ -316,11 +350,18 @@ class JobClient:
         raw = await self.redis.lrange(keys.progress(job_id), 0, -1)
         return [p for p in (Event.model_validate_json(r).progress for r in raw) if p is not None]
 
-    async def wait(self, job_id: str, timeout: float | None = None) -> JobState:
-        """Wait until the job is done or failed, at most ``timeout`` s; returns the state then."""
-        state = await self.status(job_id)
-        if state.finished:
-            return state
+    async def wait(
+        self, job_id: str, timeout: float | None = None, *, submitted: bool = False
+    ) -> JobState:
+        """Wait until the job is done or failed, at most ``timeout`` s; returns the state then.
+
+        ``submitted``: the caller has just had ``job_id`` from :meth:`queue` (or
+        :meth:`enqueue`), so it is not read first: it was in flight a moment ago, and an end
+        since then is on its done list (kept a minute)."""
+        if not submitted:
+            state = await self.status(job_id)
+            if state.finished:
+                return state
         await self._await_done(job_id, timeout)
         return await self.status(job_id)
 
@@ -465,34 +506,44 @@ class JobClient:
 
     # -- internals -------------------------------------------------------------------
 
-    async def _answer_from_cache(self, request: AnalysisRequest) -> Submitted | None:
-        """The job recorded finished if the shared cache answers ``request`` exactly, else
-        ``None`` (then it is queued). Never raises: any trouble means ``None``."""
-        if self.cache is None or request.mode != "solve" or not self.cache.available:
-            return None
-        board = request.board()
-        if not has_exact_solver(board):
-            return None
+    def warm_up(self) -> None:
+        """Open what answers at submission now (the 7x6 book and database: tens of
+        milliseconds), not at the first request. Synchronous: call it at start-up. Never
+        raises: what fails here fails again at submission, where the queue takes over."""
         try:
-            state = await self._call(self._record_if_cached, board, request)
-        except Exception as exc:  # the queue answers it; never fail for the shortcut
-            log.warning("answering from the cache at submission failed: %r", exc)
-            return None
-        if state is None:
-            return None
-        return Submitted(id=state.id, status="done", new=True, state=state)
+            with self._lookup_lock:
+                self._lookup_solver(7, 6)
+        except Exception as exc:
+            log.warning("the book and the database could not be opened: %r", exc)
 
-    def _record_if_cached(self, board: Connect4, request: AnalysisRequest) -> JobState | None:
-        """Synchronous: the exact answer from the shared cache alone (one ``MGET``), recorded
-        as an RQ job run at once; ``None`` if the cache cannot answer exactly."""
-        assert self.cache is not None
-        probe = CacheProbe(self.cache)
+    def _lookup_solver(self, width: int, height: int) -> Solver | None:
+        return lookup_solver(width, height, database=self.settings.solver_database)
+
+    def _record_if_known(self, board: Connect4, request: AnalysisRequest) -> JobState | None:
+        """Synchronous: the exact answer of the book and the database (no search), else of
+        the shared cache alone (one ``MGET``), recorded as an RQ job run at once; ``None``
+        if neither answers exactly."""
         start = time.monotonic()
-        known = cached_exact(board, probe, all_moves=request.moves == "all", start=start)
+        all_moves = request.moves == "all"
+        with self._lookup_lock:
+            solver = self._lookup_solver(board.width, board.height)
+            known = (
+                None if solver is None else solver.lookup(board, all_moves=all_moves, start=start)
+            )
+        if known is not None:
+            result = AnalysisResult.of(board, known, KNOWN_WORKER)
+            step = Progress.of(board, step_of(known))
+            return self.store.answered(request, result, step, "the opening book and the database")
+        if self.cache is None or not self.cache.available:
+            return None
+        probe = CacheProbe(self.cache)
+        known = cached_exact(board, probe, all_moves=all_moves, start=start)
         if known is None:
             return None  # not counted: the worker that takes the job looks them up again
         result = AnalysisResult.of(board, known, CACHE_WORKER)
-        state = self.store.answered(request, result, Progress.of(board, step_of(known)))
+        state = self.store.answered(
+            request, result, Progress.of(board, step_of(known)), "the shared cache"
+        )
         self.cache.add_stats(probe.hits, probe.misses)
         return state
 

@@ -47,7 +47,7 @@ from worker.core.contract import (
 )
 from worker.core.keys import as_str
 from worker.core.kinds import ANALYSIS, JobKind, kind_of
-from worker.core.records import fetch, final_event, job_state
+from worker.core.records import fetch, final_event, job_state, state_of
 from worker.core.settings import Settings, get_settings
 
 __all__ = ["IN_FLIGHT", "JobStore", "Submitted", "queue_key", "retry_policy"]
@@ -313,35 +313,43 @@ class JobStore:
         return None
 
     def answered(
-        self, request: AnalysisRequest, result: AnalysisResult, step: Progress
+        self, request: AnalysisRequest, result: AnalysisResult, step: Progress, source: str
     ) -> JobState:
-        """Record ``request`` as a job answered at submission (from the shared cache).
+        """Record ``request`` as a job answered at submission (``source``: what answered it,
+        in words: "the shared cache", "the opening book and the database").
 
         RQ runs it at once in this process (a queue with ``is_async=False``): the job
         function just returns the answer, so the job is an ordinary finished RQ job
         (``Job.fetch(id).return_value()`` is the result), never queued. ``step`` is its
         one progress event (the answer as a step), published first, as a worker's are.
+
+        Round trips: one for plybot's record, the event and the end told (nobody knows the
+        id before this returns, so nobody waits or listens for it yet), then RQ's own.
         """
         kind = kind_of(request)
         job_id = uuid.uuid4().hex
+        hold = self._hold_s(kind)
+        dumped = result.model_dump(mode="json")
         with self.redis.pipeline(transaction=False) as pipe:
-            self._record(pipe, job_id, kind, request, self._hold_s(kind))
+            self._record(pipe, job_id, kind, request, hold)
+            pipe.hincrby(keys.STATS, "cached", 1)
+            self._progress(pipe, job_id, 0, [step])
+            done = Event(type="done", job_id=job_id, result=result)
+            self._ended(pipe, job_id, "done", done.model_dump_json(exclude_none=True), "")
             pipe.execute()
-        self.publish_progress(job_id, 0, [step])
-        self.queue(kind.queue, is_async=False).enqueue_call(
+        job = self.queue(kind.queue, is_async=False).enqueue_call(
             func=kind.answered_function,
-            args=[request.model_dump(mode="json"), result.model_dump(mode="json")],
+            args=[request.model_dump(mode="json"), dumped],
             job_id=job_id,
             result_ttl=self.settings.result_ttl_s,
             failure_ttl=self.settings.result_ttl_s,
-            description=f"{_description(request)} (answered from the shared cache)",
+            description=f"{_description(request)} (answered from {source})",
         )
-        self.redis.hincrby(keys.STATS, "cached", 1)
-        state = self.state(job_id)
+        # RQ's job holds what RQ recorded: the state without reading it back.
+        state = state_of(job, self.settings, progress=step, result=dumped)
         assert state is not None, job_id
         assert state.status == "done", state
-        self.announce(state)
-        self.await_replica(job_id, self._hold_s(kind))
+        self.await_replica(job_id, hold)
         return state
 
     def state(self, job_id: str, *, with_progress: bool = True) -> JobState | None:
@@ -497,20 +505,25 @@ class JobStore:
         self, job_id: str, first_seq: int, steps: list[Progress], client: redis.Redis | None = None
     ) -> None:
         """Publish progress events ``first_seq, first_seq + 1, ...`` in one round trip."""
+        with (client or self.redis).pipeline(transaction=False) as pipe:
+            self._progress(pipe, job_id, first_seq, steps)
+            pipe.execute()
+
+    def _progress(
+        self, pipe: redis.client.Pipeline, job_id: str, first_seq: int, steps: list[Progress]
+    ) -> None:
+        """:meth:`publish_progress`'s writes, in ``pipe``."""
         payloads = [
             Event(type="progress", job_id=job_id, seq=first_seq + i, progress=p).model_dump_json(
                 exclude_none=True
             )
             for i, p in enumerate(steps)
         ]
-        hold = self._hold_s(ANALYSIS)
-        with (client or self.redis).pipeline(transaction=False) as pipe:
-            pipe.rpush(keys.progress(job_id), *payloads)
-            pipe.ltrim(keys.progress(job_id), -self.settings.progress_history, -1)
-            pipe.expire(keys.progress(job_id), hold)
-            for payload in payloads:
-                pipe.publish(keys.events(job_id), payload)
-            pipe.execute()
+        pipe.rpush(keys.progress(job_id), *payloads)
+        pipe.ltrim(keys.progress(job_id), -self.settings.progress_history, -1)
+        pipe.expire(keys.progress(job_id), self._hold_s(ANALYSIS))
+        for payload in payloads:
+            pipe.publish(keys.events(job_id), payload)
 
     def announce(self, state: JobState) -> None:
         """Tell the job's waiters and event streams that it ended (``state`` is final):
@@ -522,19 +535,25 @@ class JobStore:
         payload = final_event(state).model_dump_json(exclude_none=True)
         dedupe = as_str(self.redis.hget(keys.job(state.id), "dedupe"))
         with self.redis.pipeline(transaction=False) as pipe:
-            if dedupe:  # an ended job is joined by no identical request: its key goes now
-                pipe.eval(_DELETE_IF_NAMES, 1, dedupe, state.id)
-            pipe.publish(keys.events(state.id), payload)
-            pipe.rpush(keys.done(state.id), payload)
-            pipe.expire(keys.done(state.id), DONE_LIST_TTL_S)
-            pipe.hset(keys.job(state.id), "ended", 1)
-            pipe.expire(keys.job(state.id), DONE_LIST_TTL_S, nx=True)  # a record that had gone
-            # Ended: kept as long as RQ keeps its result (no longer than the hold set for its
-            # runs), so a steady load's keys level off within result_ttl_s.
-            pipe.expire(keys.job(state.id), self.settings.result_ttl_s, lt=True)
-            pipe.expire(keys.progress(state.id), self.settings.result_ttl_s, lt=True)
-            pipe.hincrby(keys.STATS, state.status, 1)
+            self._ended(pipe, state.id, state.status, payload, dedupe)
             pipe.execute()
+
+    def _ended(
+        self, pipe: redis.client.Pipeline, job_id: str, status: str, payload: str, dedupe: str
+    ) -> None:
+        """:meth:`announce`'s writes, in ``pipe``: ``payload`` is the final event."""
+        if dedupe:  # an ended job is joined by no identical request: its key goes now
+            pipe.eval(_DELETE_IF_NAMES, 1, dedupe, job_id)
+        pipe.publish(keys.events(job_id), payload)
+        pipe.rpush(keys.done(job_id), payload)
+        pipe.expire(keys.done(job_id), DONE_LIST_TTL_S)
+        pipe.hset(keys.job(job_id), "ended", 1)
+        pipe.expire(keys.job(job_id), DONE_LIST_TTL_S, nx=True)  # a record that had gone
+        # Ended: kept as long as RQ keeps its result (no longer than the hold set for its
+        # runs), so a steady load's keys level off within result_ttl_s.
+        pipe.expire(keys.job(job_id), self.settings.result_ttl_s, lt=True)
+        pipe.expire(keys.progress(job_id), self.settings.result_ttl_s, lt=True)
+        pipe.hincrby(keys.STATS, status, 1)
 
     def live_workers(self) -> dict[str, dict[str, Any]]:
         """RQ's workers that are alive: name -> plybot's info of it (``pid``, ``host``,

@@ -12,6 +12,45 @@ static bitboard safe_moves(const Geometry *g, bitboard cur, bitboard mask) {
     return (forced ? forced : moves) & ~(threats >> 1);
 }
 
+/* 1 and the exact score of (cur, mask), `ply` stones, in *value if the rules settle it
+ * (a win now; every move losing at once) or every child that does not lose at once is
+ * known (known_children), else 0. No table, no search. */
+static int settled_by_children(const Geometry *g, const KnownSet *known, bitboard cur,
+                               bitboard mask, int ply, int *value) {
+    if (winning_cells(g, cur, mask) & possible(g, mask)) {
+        *value = score_win_now(g, ply);
+        return 1;
+    }
+    const bitboard safe = safe_moves(g, cur, mask);
+    if (!safe) {
+        *value = score_loss_next(g, ply);
+        return 1;
+    }
+    int column;
+    return known_children(known, g, cur, mask, ply, safe, score_highest(g, ply) + 1, value,
+                          &column);
+}
+
+/* Like known_children, two plies above the known tiers: each move of `safe` (the moves of
+ * (cur, mask) that do not lose at once) settled by settled_by_children. 1 with the exact
+ * *value and a *column reaching it, else 0 (a grandchild unknown). About 50 lookups. */
+static int known_grandchildren(const Geometry *g, const KnownSet *known, bitboard cur,
+                               bitboard mask, int ply, bitboard safe, int *value, int *column) {
+    int best = 0, best_column = -1;
+    for (bitboard rest = safe; rest; rest &= rest - 1) {
+        const bitboard move = rest & -rest;
+        int child;
+        if (!settled_by_children(g, known, cur ^ mask, mask | move, ply + 1, &child)) return 0;
+        if (best_column < 0 || -child > best) {
+            best = -child;
+            best_column = (int)column_of(g, move);
+        }
+    }
+    *value = best;
+    *column = best_column;
+    return best_column >= 0;
+}
+
 /* x * eighths / 8, rounded towards 0. */
 static int part(int x, int eighths) { return x >= 0 ? eighths * x / 8 : -(-eighths * x / 8); }
 
@@ -36,11 +75,26 @@ Bounds root_init(const Geometry *g, const Table *t, const KnownSet *known, bitbo
     }
     b.lo = score_loss_next(g, ply);  /* the opponent wins at its next move */
     b.hi = score_highest(g, ply);    /* we win at our move after next */
+    const bitboard safe = safe_moves(g, cur, mask);
+    if (!safe) { /* every move loses at once, as the search says */
+        b.hi = b.lo;
+        b.best = first_column(g, moves);
+        return b;
+    }
     if (ply + 1 <= known->max_ply && ply + 1 >= known->min_ply) {
         /* Every child known (the database a ply down): settled, no question to ask. */
-        const bitboard safe = safe_moves(g, cur, mask);
         int value, column;
-        if (safe && known_children(known, g, cur, mask, ply, safe, b.hi + 1, &value, &column)) {
+        if (known_children(known, g, cur, mask, ply, safe, b.hi + 1, &value, &column)) {
+            b.lo = b.hi = value;
+            b.best = column;
+            return b;
+        }
+    }
+    if (ply + 2 <= known->max_ply && ply + 2 >= known->min_ply) {
+        /* Every grandchild known (the database two plies down): settled by lookups alone,
+         * so an analysis two plies above the database searches nothing. */
+        int value, column;
+        if (known_grandchildren(g, known, cur, mask, ply, safe, &value, &column)) {
             b.lo = b.hi = value;
             b.best = column;
             return b;

@@ -55,8 +55,8 @@ static inline int weak_value(Bounds b) { return b.lo >= 1 ? 1 : (b.hi <= -1 ? -1
 
 /* Initial bounds of an unfinished position, from the rules, what is known
  * and the table: settled at once for an immediate win, a full board, a known
- * position (with a best move) or one whose every child is known (a ply above
- * the database: known_children in search.h). */
+ * position (with a best move), one whose every child is known (a ply above
+ * the database: known_children in search.h) or every grandchild (two plies above). */
 Bounds root_init(const Geometry *g, const Table *t, const KnownSet *known, bitboard cur,
                  bitboard mask, int ply);
 

@@ -55,7 +55,8 @@ typedef struct {
  * Precondition: `safe` holds the moves of (cur, mask) that do not lose at once (an
  * unsafe move loses at once: worse than any safe one), and the position has n stones.
  * Returns 1 with *value the position's exact score and *column a move reaching it
- * if every move of `safe` leads to a known position; 1 with a child's value as
+ * if every move of `safe` leads to a known position (or one whose player wins at
+ * once); 1 with a child's value as
  * *value (a lower bound) as soon as one reaches `cut`; else 0 (a child unknown). */
 static inline int known_children(const KnownSet *known, const Geometry *g, bitboard cur,
                                  bitboard mask, int n, bitboard safe, int cut, int *value,
@@ -65,7 +66,13 @@ static inline int known_children(const KnownSet *known, const Geometry *g, bitbo
     for (bitboard rest = safe; rest; rest &= rest - 1) {
         const bitboard move = rest & -rest;
         int child;
-        if (!known_lookup(known, g, base + move, n + 1, &child, NULL)) return 0;
+        if (!known_lookup(known, g, base + move, n + 1, &child, NULL)) {
+            /* Not in a database of positions whose player cannot win at once: the move
+             * parried one of two threats (safe_moves), and the other wins now. */
+            const bitboard child_mask = mask | move;
+            if (!(winning_cells(g, cur ^ mask, child_mask) & possible(g, child_mask))) return 0;
+            child = score_win_now(g, n + 1);
+        }
         if (-child > best || !best_move) {
             best = -child;
             best_move = (int)column_of(g, move) + 1;

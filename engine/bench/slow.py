@@ -11,10 +11,11 @@ search), so a test that must catch one mid-way holds it there instead of countin
 (``tests/test_web_page.py``, ``hold_a_solve``). Users that share a Redis or a process take
 different ones, so the shared cache or a solver's table never answers one at once.
 
-They are slow only without the 12-stone database: a ply-10 search reaches 12 stones two plies
-down, so the database answers such a position in milliseconds once it holds that part of the
-layer. Whoever relies on them runs its solvers without it (the workers' setting
-``PLYBOT_SOLVER_DATABASE=false``: the test suite's workers and ``plybot chaos`` do).
+They are slow only without the 12-stone database: a ply-10 position is two plies above it, so
+with the database its every column is read with no search (and the service answers it at
+submission). Whoever relies on them runs without it (the setting
+``PLYBOT_SOLVER_DATABASE=false`` of the workers and the API: the test suite's and ``plybot
+chaos``'s do).
 """
 
 from __future__ import annotations

@@ -295,8 +295,9 @@ class AnalysisResult(BaseModel):
         description="`hit` when the root position came from the shared cache."
     )
     worker: str = Field(
-        description="Name of the worker that answered; `cache` when the shared cache answered "
-        "the request exactly at submission."
+        description="Name of the worker that answered; at submission, with no worker: `book` "
+        "when the opening book and the 12-stone database answered the request exactly, `cache` "
+        "when the shared cache did."
     )
     note: str = Field("", description="Why a figure is not exact, in words, when it is not.")
     lower: int | None = Field(

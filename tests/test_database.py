@@ -202,6 +202,38 @@ def test_up_to_three_plies_above_the_database_an_analysis_is_read_not_searched(
     assert any(with_db.lookup(q, all_moves=True) is None for q in far)
 
 
+def test_a_column_past_the_database_is_read_where_a_parent_in_it_plays_that_move(
+    tmp_path: Path,
+) -> None:
+    # A position a ply past the database (9 stones on 5x4) whose parent in it (a stone of the
+    # side that moved last taken off) names that stone as its best move scores the parent's
+    # score, negated: an analysis at the database's own ply reads such columns instead of
+    # searching them (Core.children), and its scores stay a plain solver's.
+    width, height, stones = 5, 4, 8
+    database = built_in_process(tmp_path / "db", width, height, stones)
+    with_db = Solver(width, height, table_bytes=1 << 20, database=database)
+    plain = Solver(width, height, table_bytes=1 << 20)
+    core = with_db._core
+    read = 0
+    sample = [q for q in positions_at(stones, width, height) if q.outcome() is None]
+    for q in sample[:: max(1, len(sample) // 60)]:
+        with_db.reset()
+        plain.reset()
+        assert with_db.analyze(q).moves == plain.analyze(q).moves, q.notation()
+        for column, bounds in enumerate(core.children(q.current, q.mask, q.ply)):
+            if bounds is None or bounds[0] != bounds[1]:
+                continue
+            child = q.copy()
+            child.push(column)
+            if child.outcome() is not None:
+                continue
+            lo, hi, _ = core.init(child.current, child.mask, child.ply)
+            if lo < hi:  # not settled by the child itself: read from a parent
+                read += 1
+                assert -plain.solve(child).score == bounds[0], (q.notation(), column)
+    assert read > 0
+
+
 def test_a_partial_database_answers_what_it_holds_and_nothing_else(tmp_path: Path) -> None:
     width, height, stones = 5, 4, 8
     full = built_in_process(tmp_path / "full", width, height, stones)

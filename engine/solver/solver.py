@@ -34,8 +34,8 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import replace
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from engine import known as known_

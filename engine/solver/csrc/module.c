@@ -147,7 +147,9 @@ PyDoc_STRVAR(children_doc,
              "children(cur, mask, ply) -> [(lo, hi) or None, ...]\n\n"
              "For each column (None: full), bounds of its value to the side to move, from\n"
              "the rules, what is known and the table, before any search: init() of the\n"
-             "child, negated (a win now: exact). Precondition: the position is not finished.");
+             "child, negated (a win now: exact), or exact where a position a ply before the\n"
+             "child in the known tiers plays it as its best (known_by_parent in root.h).\n"
+             "Precondition: the position is not finished.");
 static PyObject *Core_children(Core *self, PyObject *args) {
     int ply;
     bitboard cur, mask;
@@ -170,7 +172,12 @@ static PyObject *Core_children(Core *self, PyObject *args) {
             item = Py_BuildValue("ii", v, v);
         } else {
             const Bounds b = root_init(g, &self->t, &self->known, cur ^ mask, mask | move, ply + 1);
-            item = Py_BuildValue("ii", -b.hi, -b.lo);
+            int value;
+            if (b.lo < b.hi &&
+                known_by_parent(g, &self->known, cur ^ mask, mask | move, ply + 1, &value))
+                item = Py_BuildValue("ii", -value, -value);
+            else
+                item = Py_BuildValue("ii", -b.hi, -b.lo);
         }
         if (!item) {
             Py_DECREF(out);

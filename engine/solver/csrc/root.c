@@ -51,6 +51,25 @@ static int known_grandchildren(const Geometry *g, const KnownSet *known, bitboar
     return best_column >= 0;
 }
 
+int known_by_parent(const Geometry *g, const KnownSet *known, bitboard cur, bitboard mask,
+                    int ply, int *value) {
+    if (ply < 1 || ply - 1 < known->min_ply || ply - 1 > known->max_ply) return 0;
+    const bitboard last = cur ^ mask; /* the stones of the side that moved last */
+    for (int c = 0; c < g->width; c++) {
+        const bitboard column = mask & g->colmask[c];
+        const bitboard top = column & ~(column >> 1); /* a column's stones are contiguous */
+        if (!(last & top)) continue;
+        int score, best;
+        /* The parent: that stone not played yet, its player to move. */
+        if (known_lookup(known, g, (last ^ top) + (mask ^ top), ply - 1, &score, &best) &&
+            best == c) {
+            *value = -score;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* x * eighths / 8, rounded towards 0. */
 static int part(int x, int eighths) { return x >= 0 ? eighths * x / 8 : -(-eighths * x / 8); }
 

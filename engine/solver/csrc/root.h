@@ -60,6 +60,15 @@ static inline int weak_value(Bounds b) { return b.lo >= 1 ? 1 : (b.hi <= -1 ? -1
 Bounds root_init(const Geometry *g, const Table *t, const KnownSet *known, bitboard cur,
                  bitboard mask, int ply);
 
+/* 1 and the exact score of (cur, mask), `ply` stones, in *value if a position a ply
+ * before it in the known tiers (a stone of the side that moved last taken off a column's
+ * top) names the move that made it as its best, so its score is that position's, negated
+ * (a 13-stone position, one of whose 12-stone parents in the database plays it). Only a
+ * score: no move of its own is known, so no Bounds are settled with it (Core.children
+ * settles an analysis's column, whose move is the column itself). */
+int known_by_parent(const Geometry *g, const KnownSet *known, bitboard cur, bitboard mask,
+                    int ply, int *value);
+
 /* One null-window question. Precondition: !settled(b, weak), b from
  * root_init and earlier steps on this position. On abort s->aborted is set
  * and b is returned unchanged. */

@@ -25,6 +25,7 @@ setup(
                 "engine/solver/csrc/database.c",
                 "engine/solver/csrc/search.c",
                 "engine/solver/csrc/root.c",
+                "engine/solver/csrc/columns.c",
             ],
             depends=[
                 "engine/solver/csrc/position.h",
@@ -34,8 +35,10 @@ setup(
                 "engine/solver/csrc/database.h",
                 "engine/solver/csrc/search.h",
                 "engine/solver/csrc/root.h",
+                "engine/solver/csrc/columns.h",
             ],
-            extra_compile_args=["-O3", "-std=c11", "-Wall", "-Wextra", *_ARCH],
+            extra_compile_args=["-O3", "-std=c11", "-pthread", "-Wall", "-Wextra", *_ARCH],
+            extra_link_args=["-pthread"],
         )
     ]
 )

@@ -609,6 +609,62 @@ def test_another_thread_interrupts_a_running_solve_and_runs_meanwhile() -> None:
     assert s.solve(Connect4.parse("121212")).score == 18
 
 
+# -- an analysis's columns in threads sharing the table ------------------------------------
+
+
+def test_columns_settled_in_threads_score_as_one_thread_does() -> None:
+    # Brute force on 5x4 (every column, weak too), then Pons' positions on 7x6 against the
+    # one-thread analysis: two and three threads, each column reported as it settles.
+    small = Solver(5, 4, table_bytes=SMALL_TABLE)
+    small.threads = 2
+    for notation in random_positions(5, 4, 11, 8, seed=7):
+        p = Connect4.parse(notation, "5x4")
+        small.reset()
+        expected = {}
+        for move in p.legal_moves():
+            p.push(move)
+            expected[move] = -brute_force(p)
+            p.pop()
+        assert small.analyze(p).moves == expected, notation
+        assert small.analyze(p, weak=True).moves == {m: sign(v) for m, v in expected.items()}
+    one = solver()
+    for threads in (2, 3):
+        many = Solver(table_bytes=4 << 20)
+        many.threads = threads
+        for moves, expected in load_set("Test_L2_R1", 200)[::25]:
+            p = Connect4.parse(moves)
+            steps = list(many.iter_solve(p, analyze=True))
+            answer = steps[-1]
+            assert isinstance(answer, Analysis)
+            assert answer.exact
+            assert (answer.score, answer.moves) == (expected, one.analyze(p).moves), moves
+            assert_pv_reaches(moves, answer)
+            settled = [
+                sum(lo == hi for lo, hi in (step.bounds or {}).values())
+                for step in steps[:-1]
+                if isinstance(step, Progress)
+            ]
+            assert settled == sorted(settled)  # each step settles more, never fewer
+
+
+def test_columns_in_threads_stop_at_the_deadline_with_what_they_proved() -> None:
+    s = Solver(table_bytes=SMALL_TABLE)
+    s.threads = 2
+    s.solve(Connect4.parse("274552224131661"))  # loaded and warm
+    position = Connect4.parse("7447442311")  # past the book: seconds of solving
+    # Its deadline passed already: every thread stops at its first look at the clock.
+    result = s.analyze(position, deadline=time.monotonic() - 1)
+    assert_unfinished(result)
+    assert result.bounds is not None
+    assert set(result.bounds) == set(position.legal_moves())
+    assert all(lo <= hi for lo, hi in result.bounds.values())
+    # Proven bounds hold the exact scores (a plain analysis, one thread).
+    exact = solver().analyze(position, deadline=None)
+    assert exact.moves is not None
+    for column, (lo, hi) in result.bounds.items():
+        assert lo <= exact.moves[column] <= hi, column
+
+
 def test_an_interrupted_batch_marks_the_rest_aborted() -> None:
     import threading
 

@@ -184,6 +184,10 @@ class Run:
             yield self.progress(
                 max(lower.values()), max(upper.values()), True, _bounds(lower, upper)
             )
+        todo = [c for c in legal if c not in moves]
+        if self.solver.threads > 1 and self.node_limit == NO_LIMIT:
+            yield from self.settle_in_threads(todo, self.solver.threads, moves, lower, upper)
+            return
         for column in legal:
             if column not in moves:
                 child = p.copy()
@@ -213,6 +217,56 @@ class Run:
                 yield self.progress(
                     max(lower.values()), max(upper.values()), True, _bounds(lower, upper)
                 )
+        yield self.answer(legal, moves)
+
+    def settle_in_threads(
+        self,
+        todo: list[int],
+        threads: int,
+        moves: dict[int, int],
+        lower: dict[int, int],
+        upper: dict[int, int],
+    ) -> Iterator[Progress | Analysis]:
+        """:meth:`analyze`'s columns ``todo`` settled in ``threads`` threads sharing the table
+        (:meth:`Core.settle_columns`: the first ``threads`` columns a call, any thread left
+        over helping them), a step reported as each settles, then the answer. ``moves``,
+        ``lower`` and ``upper`` as :meth:`analyze` has them (updated here)."""
+        p = self.position
+        legal = p.legal_moves()
+        known = None if self.weak else self.root_known
+        if known is not None:
+            for column in todo:
+                child = p.copy()
+                child.push(column)
+                self.cap(child, known[1])
+        while todo:
+            batch = todo[:threads]
+            rows, nodes, aborted = self.core.settle_columns(
+                p.current, p.mask, p.ply, batch, self.weak, threads
+            )
+            self.nodes += nodes
+            self.iteration += 1
+            for column, (lo, hi, done) in zip(batch, rows, strict=True):
+                if done:
+                    moves[column] = -(weak_value(lo, hi) if self.weak else lo)
+                    lower[column] = upper[column] = moves[column]
+                else:
+                    lo, hi = _weak_bounds(lo, hi) if self.weak else (lo, hi)
+                    lower[column], upper[column] = -hi, -lo
+            yield self.progress(
+                max(lower.values()), max(upper.values()), True, _bounds(lower, upper)
+            )
+            if aborted:
+                yield unfinished(
+                    max(lower.values()),
+                    max(upper.values()),
+                    _best_proven(legal, lower, upper),
+                    self.nodes,
+                    self.elapsed_ms(),
+                    _bounds(lower, upper),
+                )
+                return
+            todo = [c for c in todo if c not in moves]
         yield self.answer(legal, moves)
 
     def known_columns(self) -> dict[int, int]:

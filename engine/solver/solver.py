@@ -81,6 +81,9 @@ class Solver:
         if isinstance(book, OpeningBook) and book.variant == self.variant:
             # The core keeps the book's arrays alive and asks them inside the search.
             self._core.add_known(*book.columns())
+        #: Threads an analysis of every column may settle its columns in (sharing the
+        #: table; engine/solver/csrc/columns.h); 1: one column after another, in this thread.
+        self.threads = 1
         self.database = database
         if database is not None and database.variant == self.variant:
             # Asked at every node with its stone count, after the book, before the table.

@@ -194,6 +194,14 @@ class Settings(BaseSettings):
         "makes way for a fresh process; 0: never. Keep it well above the solver tables' budget "
         "(a book build's table, `book_table_mb`, counts on top of it).",
     )
+    solver_threads: int = Field(
+        2,
+        ge=1,
+        le=8,
+        description="Threads an exact analysis of every column may settle its columns in, "
+        "sharing the solver's table, while the machine has a core to spare for each beyond the "
+        "first (its running tasks, counted as the analysis starts); else one. 1: always one.",
+    )
     solver_database: bool = Field(
         True,
         description="Read the shipped 12-stone database inside the search (off: the opening "

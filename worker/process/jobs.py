@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -167,7 +168,30 @@ def _solver(board: Game, cache: PositionCache | None) -> Any:
         budget_bytes=settings.worker_table_mb << 20,
         database=settings.solver_database,
     )
-    return solvers.solver(board.width, board.height, cache)
+    solver = solvers.solver(board.width, board.height, cache)
+    solver.threads = spare_threads(settings.solver_threads)
+    return solver
+
+
+def spare_threads(wanted: int) -> int:
+    """Threads for the job starting now: ``wanted`` while the machine has a core to spare for
+    each beyond the first, else fewer, at least 1.
+
+    Spare: the cores this process may run on, less the tasks running or runnable now (the
+    fourth field of ``/proc/loadavg``, this worker counted). So a worker alone on a machine
+    settles an analysis's columns in two threads, and workers busy side by side in one each
+    (more threads there would only share the same cores, and split work a table could have
+    saved). Where it cannot be read (not Linux): 1.
+    """
+    if wanted <= 1:
+        return 1
+    try:
+        with open("/proc/loadavg", encoding="ascii") as f:
+            running = int(f.read().split()[3].split("/")[0])
+        cores = len(os.sched_getaffinity(0))
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 1
+    return max(1, min(wanted, 1 + cores - running))
 
 
 def table_bytes() -> int:

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "columns.h"
 #include "known.h"
 #include "root.h"
 
@@ -186,6 +187,58 @@ static PyObject *Core_children(Core *self, PyObject *args) {
         PyList_SET_ITEM(out, c, item);
     }
     return out;
+}
+
+PyDoc_STRVAR(settle_columns_doc,
+             "settle_columns(cur, mask, ply, columns, weak, threads)\n"
+             "    -> ([(lo, hi, done), ...], nodes, aborted)\n\n"
+             "Narrow the positions after `columns` (playable, none winning at once) in up to\n"
+             "`threads` threads sharing the table (columns.h), until one is settled (the\n"
+             "others stop, what they proved kept) or the deadline comes (aborted: none\n"
+             "settled). Each child's bounds from its own side to move, and whether settled.");
+static PyObject *Core_settle_columns(Core *self, PyObject *args) {
+    PyObject *co, *mo, *list;
+    int ply, weak, threads;
+    bitboard cur, mask;
+    if (!PyArg_ParseTuple(args, "OOiO!pi", &co, &mo, &ply, &PyList_Type, &list, &weak,
+                          &threads) ||
+        !arg_bitboard(co, &cur) || !arg_bitboard(mo, &mask))
+        return NULL;
+    const Geometry *g = &self->g;
+    if (ply < 0 || ply >= g->cells)
+        return PyErr_Format(PyExc_ValueError, "ply %d: the position is finished", ply);
+    const Py_ssize_t count = PyList_GET_SIZE(list);
+    if (count < 1 || count > g->width)
+        return PyErr_Format(PyExc_ValueError, "%zd columns: expected 1 to %d", count, g->width);
+    int columns[MAX_WIDTH], lo[MAX_WIDTH], hi[MAX_WIDTH], done[MAX_WIDTH];
+    const bitboard moves = possible(g, mask);
+    const bitboard wins = winning_cells(g, cur, mask) & moves;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        const long c = PyLong_AsLong(PyList_GET_ITEM(list, i));
+        if (c == -1 && PyErr_Occurred()) return NULL;
+        if (c < 0 || c >= g->width || !(moves & g->colmask[c]) || (wins & g->colmask[c]))
+            return PyErr_Format(PyExc_ValueError,
+                                "column %ld: not a playable column that does not win at once", c);
+        columns[i] = (int)c;
+    }
+    const Search proto = new_search(self, 0, INT64_MAX);
+    int aborted;
+    int64_t nodes;
+    Py_BEGIN_ALLOW_THREADS
+    nodes = settle_columns(&proto, cur, mask, ply, weak, columns, (int)count, threads, lo, hi,
+                           done, &aborted);
+    Py_END_ALLOW_THREADS
+    PyObject *out = PyList_New(count);
+    if (!out) return NULL;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *item = Py_BuildValue("iiN", lo[i], hi[i], PyBool_FromLong(done[i]));
+        if (!item) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, item);
+    }
+    return Py_BuildValue("NLN", out, (long long)nodes, PyBool_FromLong(aborted));
 }
 
 PyDoc_STRVAR(line_doc,
@@ -515,6 +568,7 @@ static PyMethodDef Core_methods[] = {
     {"step", (PyCFunction)Core_step, METH_VARARGS, step_doc},
     {"known", (PyCFunction)Core_known, METH_VARARGS, known_doc},
     {"children", (PyCFunction)Core_children, METH_VARARGS, children_doc},
+    {"settle_columns", (PyCFunction)Core_settle_columns, METH_VARARGS, settle_columns_doc},
     {"line", (PyCFunction)Core_line, METH_VARARGS, line_doc},
     {"batch", (PyCFunction)Core_batch, METH_VARARGS, batch_doc},
     {"put", (PyCFunction)Core_put, METH_VARARGS, put_doc},

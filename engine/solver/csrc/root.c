@@ -134,6 +134,11 @@ Bounds root_init(const Geometry *g, const Table *t, const KnownSet *known, bitbo
 }
 
 Bounds root_step(Search *s, bitboard cur, bitboard mask, int ply, Bounds b, int weak) {
+    return root_step_beside(s, cur, mask, ply, b, weak, 0);
+}
+
+Bounds root_step_beside(Search *s, bitboard cur, bitboard mask, int ply, Bounds b, int weak,
+                        int beside) {
     int med;
     if (weak) {
         med = b.hi >= 1 && b.lo <= 0 ? 0 : -1;
@@ -144,6 +149,7 @@ Bounds root_step(Search *s, bitboard cur, bitboard mask, int ply, Bounds b, int 
             med = part(b.lo, reach);
         else if (med >= 0 && part(b.hi, reach) > med)
             med = part(b.hi, reach);
+        if (beside) med = med + 1 < b.hi ? med + 1 : (med - 1 >= b.lo ? med - 1 : med);
     }
     const int value = search(s, cur, mask, ply, med, med + 1);
     if (s->aborted) return b;

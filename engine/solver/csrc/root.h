@@ -74,6 +74,12 @@ int known_by_parent(const Geometry *g, const KnownSet *known, bitboard cur, bitb
  * and b is returned unchanged. */
 Bounds root_step(Search *s, bitboard cur, bitboard mask, int ply, Bounds b, int weak);
 
+/* root_step, the question asked beside the one root_step asks (`beside` non-zero: the
+ * value next to it, inside the bounds): a second thread on the same position (columns.h)
+ * asks the neighbouring question, so the two answers may settle it at once. */
+Bounds root_step_beside(Search *s, bitboard cur, bitboard mask, int ply, Bounds b, int weak,
+                        int beside);
+
 /* Narrow until settled (or aborted); `best` is filled in where no search named one.
  * `floor`: a score the position is known to reach (NO_FLOOR: nothing known beyond
  * the rules, the known tiers and the table); with a floor, `best` may be only the

@@ -18,7 +18,8 @@ static int negamax(Search *s, bitboard cur, bitboard msk, bitboard threats, int 
     const Geometry *g = s->g;
     Table *t = s->t;
     if (++s->nodes >= s->next_check) {
-        if (s->nodes > s->node_limit || monotonic_seconds() >= *s->deadline) {
+        if (s->nodes > s->node_limit || monotonic_seconds() >= *s->deadline ||
+            (s->halt && __atomic_load_n(s->halt, __ATOMIC_RELAXED))) {
             s->aborted = 1;
             return 0;
         }

@@ -22,9 +22,10 @@
  * try the moves, best first (movesorter.h). A null window (beta = alpha + 1)
  * makes every node a yes/no question, which is what the root driver asks.
  *
- * Interruptible: the clock and the node limit are checked once every
+ * Interruptible: the clock, the node limit and *halt are checked once every
  * CHECK_EVERY nodes; *deadline is read afresh each time, so another thread
- * can end a search by moving it to -infinity (it returns within ~0.2 ms). */
+ * can end a search by moving it to -infinity (it returns within ~0.2 ms).
+ * Searches in several threads may share one table (columns.h). */
 #ifndef PLYBOT_SEARCH_H
 #define PLYBOT_SEARCH_H
 
@@ -43,6 +44,7 @@ typedef struct {
     volatile double *deadline; /* on CLOCK_MONOTONIC, as Python's time.monotonic() */
     int64_t node_limit;      /* stop once nodes passes it */
     int64_t nodes;           /* counted, carried across searches by the caller */
+    int *halt;               /* if set, stop once *halt is non-zero (columns.h; atomic) */
     /* Set by search(): */
     int aborted;
     int root_best;           /* the root column that raised alpha or cut off, or -1 */

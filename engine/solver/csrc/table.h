@@ -113,13 +113,24 @@ static inline int entry_upper(uint64_t e) { return (int)((e >> 16) & 63) - TABLE
 static inline int entry_move(uint64_t e) { return (int)((e >> 6) & 15) - 1; }
 static inline int entry_work(uint64_t e) { return (int)(e & 63); }
 
+/* A slot read and written whole (relaxed atomics: plain moves on x86-64), so threads
+ * searching with one table (columns.h) each see a whole entry, old or new. A race
+ * between two stores to a bucket can lose a fact (an update, or the entry moved to
+ * slot 1), never make a wrong one: every entry holds only proven bounds. */
+static inline uint64_t slot_load(const uint64_t *slot) {
+    return __atomic_load_n(slot, __ATOMIC_RELAXED);
+}
+static inline void slot_store(uint64_t *slot, uint64_t entry) {
+    __atomic_store_n(slot, entry, __ATOMIC_RELAXED);
+}
+
 /* The entry filed under `key` (a canonical key, `empty` empty cells), or 0. */
 static inline uint64_t table_probe(const Table *t, const Geometry *g, bitboard key, int empty) {
     uint64_t check;
     const size_t i = table_slot(t, g, key, empty, &check);
-    uint64_t e = t->slots[i];
+    uint64_t e = slot_load(&t->slots[i]);
     if (e && (e >> TABLE_CHECK_SHIFT) == check) return e;
-    e = t->slots[i + 1];
+    e = slot_load(&t->slots[i + 1]);
     if (e && (e >> TABLE_CHECK_SHIFT) == check) return e;
     return 0;
 }
@@ -145,7 +156,7 @@ static inline void table_store(Table *t, const Geometry *g, bitboard key, int em
     if (upper > 31) upper = 31;
     uint64_t check;
     const size_t i = table_slot(t, g, key, empty, &check);
-    const uint64_t e0 = t->slots[i], e1 = t->slots[i + 1];
+    const uint64_t e0 = slot_load(&t->slots[i]), e1 = slot_load(&t->slots[i + 1]);
     size_t slot;
     uint64_t old;
     if (e0 && (e0 >> TABLE_CHECK_SHIFT) == check) {
@@ -157,10 +168,10 @@ static inline void table_store(Table *t, const Geometry *g, bitboard key, int em
     } else {
         const uint64_t entry = entry_pack(check, lower, upper, move, work);
         if (work >= entry_work(e0)) {
-            t->slots[i + 1] = e0;
-            t->slots[i] = entry;
+            slot_store(&t->slots[i + 1], e0);
+            slot_store(&t->slots[i], entry);
         } else {
-            t->slots[i + 1] = entry;
+            slot_store(&t->slots[i + 1], entry);
         }
         return;
     }
@@ -172,7 +183,7 @@ static inline void table_store(Table *t, const Geometry *g, bitboard key, int em
     const int old_upper = entry_upper(old);
     if (old_upper < upper) upper = old_upper;
     const int old_work = entry_work(old);
-    t->slots[slot] = entry_pack(check, lower, upper, move, work > old_work ? work : old_work);
+    slot_store(&t->slots[slot], entry_pack(check, lower, upper, move, work > old_work ? work : old_work));
 }
 
 #endif

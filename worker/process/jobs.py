@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -49,6 +48,7 @@ from worker.core.jobstore import JobStore
 from worker.core.kinds import KINDS
 from worker.core.settings import Settings, get_settings
 from worker.process.backoff import is_transient
+from worker.process.cores import machine
 
 if TYPE_CHECKING:
     from engine.solver import Solver
@@ -158,7 +158,9 @@ def _solver(board: Game, cache: PositionCache | None) -> Any:
 
     The engine's pool (:data:`engine.pool.solvers`), its tables within
     ``worker_table_mb``, each at most ``solver_table_mb``: solvers of other sizes
-    are dropped, least recently used first, until a new one's table fits.
+    are dropped, least recently used first, until a new one's table fits. Its analyses
+    take up to ``solver_threads`` threads, as many as the cores the rest of the machine
+    left idle lately (:mod:`worker.process.cores`).
     """
     if not has_exact_solver(board):
         return None
@@ -169,29 +171,8 @@ def _solver(board: Game, cache: PositionCache | None) -> Any:
         database=settings.solver_database,
     )
     solver = solvers.solver(board.width, board.height, cache)
-    solver.threads = spare_threads(settings.solver_threads)
+    solver.threads = machine.threads(settings.solver_threads)
     return solver
-
-
-def spare_threads(wanted: int) -> int:
-    """Threads for the job starting now: ``wanted`` while the machine has a core to spare for
-    each beyond the first, else fewer, at least 1.
-
-    Spare: the cores this process may run on, less the tasks running or runnable now (the
-    fourth field of ``/proc/loadavg``, this worker counted). So a worker alone on a machine
-    settles an analysis's columns in two threads, and workers busy side by side in one each
-    (more threads there would only share the same cores, and split work a table could have
-    saved). Where it cannot be read (not Linux): 1.
-    """
-    if wanted <= 1:
-        return 1
-    try:
-        with open("/proc/loadavg", encoding="ascii") as f:
-            running = int(f.read().split()[3].split("/")[0])
-        cores = len(os.sched_getaffinity(0))
-    except (OSError, ValueError, IndexError, AttributeError):
-        return 1
-    return max(1, min(wanted, 1 + cores - running))
 
 
 def table_bytes() -> int:

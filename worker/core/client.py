@@ -106,7 +106,7 @@ from worker.core.contract import (
 from worker.core.jobstore import JobStore, LostJobs, Submitted
 from worker.core.kinds import QUEUES
 from worker.core.position_cache import CACHE_STATS, CacheProbe, RedisPositionCache
-from worker.core.records import fetch, final_event, timestamp
+from worker.core.records import announced_state, fetch, final_event, timestamp
 from worker.core.settings import Settings, get_settings
 
 __all__ = [
@@ -362,8 +362,8 @@ class JobClient:
             state = await self.status(job_id)
             if state.finished:
                 return state
-        await self._await_done(job_id, timeout)
-        return await self.status(job_id)
+        final = await self._await_done(job_id, timeout)
+        return final if final is not None else await self.status(job_id)
 
     async def result(self, job_id: str, timeout: float | None = None) -> JobResult:
         """The job's result; raises :class:`JobFailed` or :class:`JobTimeout`."""
@@ -371,7 +371,7 @@ class JobClient:
         if state.status == "done" and state.result is not None:
             return state.result
         final = None if state.finished else await self._await_done(job_id, timeout)
-        if final is not None and final.type == "done" and final.result is not None:
+        if final is not None and final.status == "done" and final.result is not None:
             return final.result
         state = await self.status(job_id)
         if state.status == "done" and state.result is not None:
@@ -560,16 +560,17 @@ class JobClient:
         final = await self._await_done(submitted.id, timeout)
         if final is None:
             raise JobTimeout(await self.status(submitted.id), timeout or 0.0)
-        if final.type == "done" and final.result is not None:
+        if final.status == "done" and final.result is not None:
             return final.result
-        raise JobFailed(await self.status(submitted.id))
+        raise JobFailed(final)
 
-    async def _await_done(self, job_id: str, timeout: float | None) -> Event | None:
-        """The job's final event (``done``/``failed``), or ``None`` after ``timeout`` s.
+    async def _await_done(self, job_id: str, timeout: float | None) -> JobState | None:
+        """The job's final state (done or failed), or ``None`` after ``timeout`` s.
 
-        The worker pushes the final event on the job's own list (``plybot:done:<id>``,
-        kept a minute) once RQ has recorded the end; ``BLMOVE`` from that list to itself
-        waits for it without taking it, so any number of waiters (the submitter,
+        The worker pushes the end on the job's own list (``plybot:done:<id>``, kept a
+        minute) once RQ has recorded it: a job done, its whole state (then nothing is read
+        back), else its final event (then the state is read). ``BLMOVE`` from that list to
+        itself waits for it without taking it, so any number of waiters (the submitter,
         ``GET ?wait``, a webhook sender) see it. Waiting goes in slices of a second,
         rechecking the state in between (the safety net for an end nobody announced).
         """
@@ -584,10 +585,12 @@ class JobClient:
             slice_s = max(wait_s, 0.001)  # Redis takes fractions of a second; 0 means for ever
             raw = await self.redis.blmove(done, done, slice_s, "LEFT", "RIGHT")  # type: ignore[arg-type]
             if raw is not None:
-                return Event.model_validate_json(raw)
+                announced = announced_state(raw)
+                if announced is not None:
+                    return announced
             state = await self.status(job_id)
             if state.finished:  # its list expired, or it ended with nobody to announce it
-                return final_event(state)
+                return state
 
     @contextlib.asynccontextmanager
     async def _subscription(self, job_id: str) -> AsyncIterator[aioredis.client.PubSub]:

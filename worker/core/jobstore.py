@@ -323,8 +323,9 @@ class JobStore:
         (``Job.fetch(id).return_value()`` is the result), never queued. ``step`` is its
         one progress event (the answer as a step), published first, as a worker's are.
 
-        Round trips: one for plybot's record, the event and the end told (nobody knows the
-        id before this returns, so nobody waits or listens for it yet), then RQ's own.
+        Round trips: one for plybot's record, its event and its end, then RQ's own. Its
+        end is not told on its channel or done list: nobody knows its id before this
+        returns, and whoever asks after finds it ended.
         """
         kind = kind_of(request)
         job_id = uuid.uuid4().hex
@@ -334,8 +335,7 @@ class JobStore:
             self._record(pipe, job_id, kind, request, hold)
             pipe.hincrby(keys.STATS, "cached", 1)
             self._progress(pipe, job_id, 0, [step])
-            done = Event(type="done", job_id=job_id, result=result)
-            self._ended(pipe, job_id, "done", done.model_dump_json(exclude_none=True), "")
+            self._ended(pipe, job_id, "done", None, "")
             pipe.execute()
         job = self.queue(kind.queue, is_async=False).enqueue_call(
             func=kind.answered_function,
@@ -527,26 +527,33 @@ class JobStore:
 
     def announce(self, state: JobState) -> None:
         """Tell the job's waiters and event streams that it ended (``state`` is final):
-        its final event on its channel, and on its done list for a minute. Its dedupe key
-        goes (an identical request starts a job of its own once it ended), and its record
-        and progress are kept as long as RQ keeps its result."""
+        its final event on its channel, and on its done list for a minute (a job done: its
+        whole ``state``, so that a waiter needs not read it back). Its dedupe key goes (an
+        identical request starts a job of its own once it ended), and its record and
+        progress are kept as long as RQ keeps its result."""
         if state.status not in _ENDED_FOR_REQUESTER:
             return
-        payload = final_event(state).model_dump_json(exclude_none=True)
         dedupe = as_str(self.redis.hget(keys.job(state.id), "dedupe"))
         with self.redis.pipeline(transaction=False) as pipe:
-            self._ended(pipe, state.id, state.status, payload, dedupe)
+            self._ended(pipe, state.id, state.status, state, dedupe)
             pipe.execute()
 
     def _ended(
-        self, pipe: redis.client.Pipeline, job_id: str, status: str, payload: str, dedupe: str
+        self,
+        pipe: redis.client.Pipeline,
+        job_id: str,
+        status: str,
+        state: JobState | None,
+        dedupe: str,
     ) -> None:
-        """:meth:`announce`'s writes, in ``pipe``: ``payload`` is the final event."""
+        """:meth:`announce`'s writes, in ``pipe``; the end told only with ``state``."""
         if dedupe:  # an ended job is joined by no identical request: its key goes now
             pipe.eval(_DELETE_IF_NAMES, 1, dedupe, job_id)
-        pipe.publish(keys.events(job_id), payload)
-        pipe.rpush(keys.done(job_id), payload)
-        pipe.expire(keys.done(job_id), DONE_LIST_TTL_S)
+        if state is not None:
+            event = final_event(state).model_dump_json(exclude_none=True)
+            pipe.publish(keys.events(job_id), event)
+            pipe.rpush(keys.done(job_id), state.model_dump_json() if status == "done" else event)
+            pipe.expire(keys.done(job_id), DONE_LIST_TTL_S)
         pipe.hset(keys.job(job_id), "ended", 1)
         pipe.expire(keys.job(job_id), DONE_LIST_TTL_S, nx=True)  # a record that had gone
         # Ended: kept as long as RQ keeps its result (no longer than the hold set for its

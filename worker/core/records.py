@@ -158,6 +158,18 @@ def state_of(
     )
 
 
+def announced_state(raw: bytes | str) -> JobState | None:
+    """The final state a job's done list holds (:meth:`JobStore.announce`), or ``None`` where
+    it holds the final event instead (a job that failed: its state is read). Its request
+    was validated at submission: it is rebuilt as :func:`job_state` rebuilds it, not
+    validated again (no position parsed)."""
+    data = json.loads(raw)
+    kind = KINDS.get(data.get("kind", "")) if isinstance(data, dict) else None
+    if kind is None or not isinstance(data.get("request"), Mapping):
+        return None
+    return JobState.model_validate({**data, "request": _request(kind, data["request"])})
+
+
 def final_event(state: JobState) -> Event:
     """The last event of a finished job's stream."""
     if state.status == "done":

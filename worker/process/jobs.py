@@ -117,6 +117,8 @@ class JobContext:
     seq: int = field(default=0)
     #: Progress not yet published: sent by the next flush, or after the job.
     pending: list[Progress] = field(default_factory=list)
+    #: The last progress event published (the job's state shows it).
+    last: Progress | None = None
     last_flush: float = field(default_factory=time.monotonic)
     #: True while the job function runs: only then may the worker interrupt it.
     in_function: bool = False
@@ -146,6 +148,7 @@ class JobContext:
             self.last_flush = time.monotonic()
             return
         self.seq += len(steps)
+        self.last = steps[-1]
         self.last_flush = time.monotonic()
 
 

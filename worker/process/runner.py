@@ -260,6 +260,7 @@ class PlybotWorker(SimpleWorker):
                 result=context.result
                 if context is not None and status == JobStatus.FINISHED
                 else None,
+                progress=context.last if context is not None else None,
             )
             if state is not None:
                 self.store.announce(state)

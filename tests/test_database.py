@@ -79,6 +79,23 @@ def built_in_process(directory: Path, width: int, height: int, stones: int) -> S
 # -- the layout -------------------------------------------------------------------------
 
 
+def with_and_without_database(
+    tmp_path: Path, width: int, height: int, stones: int
+) -> tuple[Solver, Solver]:
+    """A solver that reads a database of the board built here, and a plain one."""
+    database = built_in_process(tmp_path / "db", width, height, stones)
+    return (
+        Solver(width, height, table_bytes=1 << 20, database=database),
+        Solver(width, height, table_bytes=1 << 20),
+    )
+
+
+def ongoing_sample(ply: int, width: int, height: int, count: int) -> list[Connect4]:
+    """About ``count`` ongoing positions of ``ply``, evenly spaced."""
+    sample = [q for q in positions_at(ply, width, height) if q.outcome() is None]
+    return sample[:: max(1, len(sample) // count)]
+
+
 def test_every_position_has_its_own_slot_and_shares_it_with_its_mirror() -> None:
     width, height, stones = 5, 4, 8
     raw, _ = _core.layer_plan(width, height, stones, 64)
@@ -169,12 +186,9 @@ def test_up_to_three_plies_above_the_database_an_analysis_is_read_not_searched(
     # way: no node searched, and Solver.lookup answers. The scores are a plain solver's,
     # column by column; a line read from the tiers is a line of best moves.
     width, height, stones = 5, 4, 8
-    database = built_in_process(tmp_path / "db", width, height, stones)
-    with_db = Solver(width, height, table_bytes=1 << 20, database=database)
-    plain = Solver(width, height, table_bytes=1 << 20)
+    with_db, plain = with_and_without_database(tmp_path, width, height, stones)
     for ply in (stones - 1, stones - 2, stones - 3):
-        sample = [q for q in positions_at(ply, width, height) if q.outcome() is None]
-        for q in sample[:: max(1, len(sample) // 40)]:
+        for q in ongoing_sample(ply, width, height, 40):
             with_db.reset()
             plain.reset()
             searched = plain.analyze(q)
@@ -198,7 +212,7 @@ def test_up_to_three_plies_above_the_database_an_analysis_is_read_not_searched(
             assert read.moves is not None
             assert read.moves[solved.best_move] == searched.score, q.notation()
     # Four plies before, a column takes a search: lookup says so.
-    far = [q for q in positions_at(stones - 4, width, height) if q.outcome() is None]
+    far = ongoing_sample(stones - 4, width, height, 40)
     assert any(with_db.lookup(q, all_moves=True) is None for q in far)
 
 
@@ -210,13 +224,10 @@ def test_a_column_past_the_database_is_read_where_a_parent_in_it_plays_that_move
     # score, negated: an analysis at the database's own ply reads such columns instead of
     # searching them (Core.children), and its scores stay a plain solver's.
     width, height, stones = 5, 4, 8
-    database = built_in_process(tmp_path / "db", width, height, stones)
-    with_db = Solver(width, height, table_bytes=1 << 20, database=database)
-    plain = Solver(width, height, table_bytes=1 << 20)
+    with_db, plain = with_and_without_database(tmp_path, width, height, stones)
     core = with_db._core
     read = 0
-    sample = [q for q in positions_at(stones, width, height) if q.outcome() is None]
-    for q in sample[:: max(1, len(sample) // 60)]:
+    for q in ongoing_sample(stones, width, height, 60):
         with_db.reset()
         plain.reset()
         assert with_db.analyze(q).moves == plain.analyze(q).moves, q.notation()

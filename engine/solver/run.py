@@ -181,9 +181,7 @@ class Run:
         if moves:
             # What is settled already, in one step: every analysis reports progress (a caller
             # streaming it shows these columns at once), however little is left to search.
-            yield self.progress(
-                max(lower.values()), max(upper.values()), True, _bounds(lower, upper)
-            )
+            yield self.columns_progress(lower, upper)
         todo = [c for c in legal if c not in moves]
         if self.solver.threads > 1 and self.node_limit == NO_LIMIT:
             yield from self.settle_in_threads(todo, self.solver.threads, moves, lower, upper)
@@ -197,26 +195,15 @@ class Run:
                 for lo, hi in self.narrow(child.current, child.mask, child.ply):
                     lo, hi = _weak_bounds(lo, hi) if self.weak else (lo, hi)
                     lower[column], upper[column] = -hi, -lo
-                    yield self.progress(
-                        max(lower.values()), max(upper.values()), True, _bounds(lower, upper)
-                    )
+                    yield self.columns_progress(lower, upper)
                 lo, hi, _, aborted = self.state
                 if aborted:
-                    yield unfinished(
-                        max(lower.values()),
-                        max(upper.values()),
-                        _best_proven(legal, lower, upper),
-                        self.nodes,
-                        self.elapsed_ms(),
-                        _bounds(lower, upper),
-                    )
+                    yield self.columns_unfinished(legal, lower, upper)
                     return
                 moves[column] = -(weak_value(lo, hi) if self.weak else lo)
                 lower[column] = upper[column] = moves[column]
                 # Each column as its search settles it: a caller shows it at once.
-                yield self.progress(
-                    max(lower.values()), max(upper.values()), True, _bounds(lower, upper)
-                )
+                yield self.columns_progress(lower, upper)
         yield self.answer(legal, moves)
 
     def settle_in_threads(
@@ -253,21 +240,30 @@ class Run:
                 else:
                     lo, hi = _weak_bounds(lo, hi) if self.weak else (lo, hi)
                     lower[column], upper[column] = -hi, -lo
-            yield self.progress(
-                max(lower.values()), max(upper.values()), True, _bounds(lower, upper)
-            )
+            yield self.columns_progress(lower, upper)
             if aborted:
-                yield unfinished(
-                    max(lower.values()),
-                    max(upper.values()),
-                    _best_proven(legal, lower, upper),
-                    self.nodes,
-                    self.elapsed_ms(),
-                    _bounds(lower, upper),
-                )
+                yield self.columns_unfinished(legal, lower, upper)
                 return
             todo = [c for c in todo if c not in moves]
         yield self.answer(legal, moves)
+
+    def columns_progress(self, lower: dict[int, int], upper: dict[int, int]) -> Progress:
+        """The step of an analysis whose columns are proven within ``lower`` and ``upper``."""
+        return self.progress(max(lower.values()), max(upper.values()), True, _bounds(lower, upper))
+
+    def columns_unfinished(
+        self, legal: list[int], lower: dict[int, int], upper: dict[int, int]
+    ) -> Analysis:
+        """The answer of an analysis a limit stopped, its columns proven within ``lower``
+        and ``upper``."""
+        return unfinished(
+            max(lower.values()),
+            max(upper.values()),
+            _best_proven(legal, lower, upper),
+            self.nodes,
+            self.elapsed_ms(),
+            _bounds(lower, upper),
+        )
 
     def known_columns(self) -> dict[int, int]:
         """The columns settled before any search, by column (weak: each value's sign): a win

@@ -28,7 +28,7 @@ static void *settle(void *arg) {
     Shared *w = arg;
     Search s = *w->proto;
     s.nodes = 0;
-    s.node_limit = INT64_MAX;
+    s.node_limit = NO_NODE_LIMIT;
     s.halt = &w->halt;
     const Geometry *g = s.g;
     /* Thread k takes column k; with more threads than columns, thread k >= count helps

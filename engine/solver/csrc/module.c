@@ -221,7 +221,7 @@ static PyObject *Core_settle_columns(Core *self, PyObject *args) {
                                 "column %ld: not a playable column that does not win at once", c);
         columns[i] = (int)c;
     }
-    const Search proto = new_search(self, 0, INT64_MAX);
+    const Search proto = new_search(self, 0, NO_NODE_LIMIT);
     int aborted;
     int64_t nodes;
     Py_BEGIN_ALLOW_THREADS

@@ -36,6 +36,7 @@
 #include "table.h"
 
 #define CHECK_EVERY 1024
+#define NO_NODE_LIMIT ((int64_t)1 << 62) /* a node limit never reached (nor overflowed: + 1) */
 
 typedef struct {
     const Geometry *g;

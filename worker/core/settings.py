@@ -199,8 +199,8 @@ class Settings(BaseSettings):
         ge=1,
         le=8,
         description="Threads an exact analysis of every column may settle its columns in, "
-        "sharing the solver's table: at most one a core the rest of the machine left idle over "
-        "the last second (worker.process.cores); else one. 1: always one.",
+        "sharing the solver's table: one for each core no other task runs on as the analysis "
+        "starts (worker.process.cores); else one. 1: always one.",
     )
     solver_database: bool = Field(
         True,

@@ -48,7 +48,7 @@ from worker.core.jobstore import JobStore
 from worker.core.kinds import KINDS
 from worker.core.settings import Settings, get_settings
 from worker.process.backoff import is_transient
-from worker.process.cores import machine
+from worker.process.cores import spare_threads
 
 if TYPE_CHECKING:
     from engine.solver import Solver
@@ -162,8 +162,8 @@ def _solver(board: Game, cache: PositionCache | None) -> Any:
     The engine's pool (:data:`engine.pool.solvers`), its tables within
     ``worker_table_mb``, each at most ``solver_table_mb``: solvers of other sizes
     are dropped, least recently used first, until a new one's table fits. Its analyses
-    take up to ``solver_threads`` threads, as many as the cores the rest of the machine
-    left idle lately (:mod:`worker.process.cores`).
+    take up to ``solver_threads`` threads, one for each core no other task runs on as the
+    job starts (:mod:`worker.process.cores`).
     """
     if not has_exact_solver(board):
         return None
@@ -174,7 +174,7 @@ def _solver(board: Game, cache: PositionCache | None) -> Any:
         database=settings.solver_database,
     )
     solver = solvers.solver(board.width, board.height, cache)
-    solver.threads = machine.threads(settings.solver_threads)
+    solver.threads = spare_threads(settings.solver_threads)
     return solver
 
 

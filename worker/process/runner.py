@@ -84,7 +84,6 @@ from worker.core.records import META_ERROR, kind_of_job, runs, state_of, timesta
 from worker.core.settings import Settings, get_settings
 from worker.process import jobs
 from worker.process.backoff import is_transient, patient
-from worker.process.cores import machine
 from worker.process.processes import RECYCLE_EXIT, die_with_parent
 
 __all__ = ["PlybotWorker", "main"]
@@ -397,7 +396,6 @@ class PlybotWorker(SimpleWorker):
             try:
                 # On the impatient connection: an outage is seen here (the worker's own
                 # connection waits it out without a word).
-                machine.sample()  # first: a Redis outage must not blind it
                 self._events.ping()
                 now = time.monotonic()
                 running = self._running

@@ -184,48 +184,51 @@ class Run:
             yield self.columns_progress(lower, upper)
         todo = [c for c in legal if c not in moves]
         if self.solver.threads > 1 and self.node_limit == NO_LIMIT:
-            yield from self.settle_in_threads(todo, self.solver.threads, moves, lower, upper)
+            yield from self.settle_in_threads(legal, todo, moves, lower, upper)
             return
-        for column in legal:
-            if column not in moves:
-                child = p.copy()
-                child.push(column)
-                if known is not None:
-                    self.cap(child, known[1])
-                for lo, hi in self.narrow(child.current, child.mask, child.ply):
-                    lo, hi = _weak_bounds(lo, hi) if self.weak else (lo, hi)
-                    lower[column], upper[column] = -hi, -lo
-                    yield self.columns_progress(lower, upper)
-                lo, hi, _, aborted = self.state
-                if aborted:
-                    yield self.columns_unfinished(legal, lower, upper)
-                    return
-                moves[column] = -(weak_value(lo, hi) if self.weak else lo)
-                lower[column] = upper[column] = moves[column]
-                # Each column as its search settles it: a caller shows it at once.
+        for column in todo:
+            child = self.capped_child(column)
+            for lo, hi in self.narrow(child.current, child.mask, child.ply):
+                lo, hi = _weak_bounds(lo, hi) if self.weak else (lo, hi)
+                lower[column], upper[column] = -hi, -lo
                 yield self.columns_progress(lower, upper)
+            lo, hi, _, aborted = self.state
+            if aborted:
+                yield self.columns_unfinished(legal, lower, upper)
+                return
+            moves[column] = -(weak_value(lo, hi) if self.weak else lo)
+            lower[column] = upper[column] = moves[column]
+            # Each column as its search settles it: a caller shows it at once.
+            yield self.columns_progress(lower, upper)
         yield self.answer(legal, moves)
+
+    def capped_child(self, column: int) -> Connect4:
+        """The position after ``column``, capped in the table by the root's upper bound where
+        the book or the shared cache proved one (:meth:`cap`): no column is worth more."""
+        child = self.position.copy()
+        child.push(column)
+        known = None if self.weak else self.root_known
+        if known is not None:
+            self.cap(child, known[1])
+        return child
 
     def settle_in_threads(
         self,
+        legal: list[int],
         todo: list[int],
-        threads: int,
         moves: dict[int, int],
         lower: dict[int, int],
         upper: dict[int, int],
     ) -> Iterator[Progress | Analysis]:
-        """:meth:`analyze`'s columns ``todo`` settled in ``threads`` threads sharing the table
-        (:meth:`Core.settle_columns`: the first ``threads`` columns a call, any thread left
-        over helping them), a step reported as each settles, then the answer. ``moves``,
-        ``lower`` and ``upper`` as :meth:`analyze` has them (updated here)."""
+        """:meth:`analyze`'s columns ``todo`` settled in the solver's threads sharing the
+        table (:meth:`Core.settle_columns`: the first ``threads`` columns a call, any thread
+        left over helping them), a step reported as each settles, then the answer.
+        ``legal``, ``moves``, ``lower`` and ``upper`` as :meth:`analyze` has them (the last
+        three updated here)."""
         p = self.position
-        legal = p.legal_moves()
-        known = None if self.weak else self.root_known
-        if known is not None:
-            for column in todo:
-                child = p.copy()
-                child.push(column)
-                self.cap(child, known[1])
+        threads = self.solver.threads
+        for column in todo:
+            self.capped_child(column)
         while todo:
             batch = todo[:threads]
             rows, nodes, aborted = self.core.settle_columns(

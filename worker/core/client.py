@@ -88,6 +88,7 @@ from rq.registry import StartedJobRegistry
 from rq.serializers import JSONSerializer
 
 from engine.analysis import cached_exact, step_of
+from engine.answer import Analysis
 from engine.connect4 import Connect4
 from engine.game import has_exact_solver
 from engine.pool import lookup_solver
@@ -134,6 +135,8 @@ _RQ_THREADS = 32
 #: shared cache, or by the opening book and the 12-stone database.
 CACHE_WORKER = "cache"
 KNOWN_WORKER = "book"
+#: What answered, in words (the RQ job's description), by ``worker``.
+_ANSWERED_BY = {KNOWN_WORKER: "the opening book and the database", CACHE_WORKER: "the shared cache"}
 
 T = TypeVar("T")
 
@@ -311,7 +314,7 @@ class JobClient:
         if request.mode != "solve":
             return None
         board = request.board()
-        if not isinstance(board, Connect4) or not has_exact_solver(board):
+        if not has_exact_solver(board):
             return None
         try:
             state = await self._call(self._record_if_known, board, request)
@@ -531,21 +534,25 @@ class JobClient:
                 None if solver is None else solver.lookup(board, all_moves=all_moves, start=start)
             )
         if known is not None:
-            result = AnalysisResult.of(board, known, KNOWN_WORKER)
-            step = Progress.of(board, step_of(known))
-            return self.store.answered(request, result, step, "the opening book and the database")
+            return self._answered(board, request, known, KNOWN_WORKER)
         if self.cache is None or not self.cache.available:
             return None
         probe = CacheProbe(self.cache)
         known = cached_exact(board, probe, all_moves=all_moves, start=start)
         if known is None:
             return None  # not counted: the worker that takes the job looks them up again
-        result = AnalysisResult.of(board, known, CACHE_WORKER)
-        state = self.store.answered(
-            request, result, Progress.of(board, step_of(known)), "the shared cache"
-        )
+        state = self._answered(board, request, known, CACHE_WORKER)
         self.cache.add_stats(probe.hits, probe.misses)
         return state
+
+    def _answered(
+        self, board: Connect4, request: AnalysisRequest, known: Analysis, worker: str
+    ) -> JobState:
+        """Synchronous: ``known`` recorded as the answer of ``worker`` (``KNOWN_WORKER``,
+        ``CACHE_WORKER``), an RQ job run at once (:meth:`JobStore.answered`)."""
+        result = AnalysisResult.of(board, known, worker)
+        step = Progress.of(board, step_of(known))
+        return self.store.answered(request, result, step, _ANSWERED_BY[worker])
 
     async def _submit_and_wait(
         self, request: AnalysisRequest | MoveRequest, timeout: float | None

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["running_tasks", "spare_threads"]
+__all__ = ["cores", "running_tasks", "spare_threads"]
 
 
 def running_tasks() -> int | None:

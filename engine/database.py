@@ -56,18 +56,20 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHUNKS_PER_PART",
-    "SHIPPED_PARTS",
+    "SHIPPED_STONES",
     "DatabaseError",
     "Parts",
     "StoneDatabase",
     "open_database",
     "shipped_database",
+    "shipped_parts",
 ]
 
 #: The stone count of the shipped database.
 STONES = 12
-#: Where the shipped database's parts live.
-SHIPPED_PARTS = Path(__file__).parent / "data" / f"connect4-7x6-stones{STONES}"
+#: The stone counts of the shipped 7x6 databases: 12, and 13 (every column of a 12-stone
+#: position), each in its own directory of parts (:func:`shipped_parts`).
+SHIPPED_STONES = (12, 13)
 #: Build chunks per part file: about 64,000 positions, 0.15 MB on disk.
 CHUNKS_PER_PART = 1000
 UNKNOWN = _core.DB_UNKNOWN
@@ -234,13 +236,19 @@ def open_database(parts: Parts, packed: Path | None = None) -> StoneDatabase | N
     return StoneDatabase(path, parts.width, parts.height, parts.stones)
 
 
+def shipped_parts(stones: int = STONES) -> Path:
+    """The directory of the shipped 7x6 database of ``stones`` stones (one of
+    :data:`SHIPPED_STONES`; its parts may not exist yet)."""
+    return Path(__file__).parent / "data" / f"connect4-7x6-stones{stones}"
+
+
 @cache
 def shipped_database(width: int = 7, height: int = 6) -> StoneDatabase | None:
     """The shipped 12-stone database of this board (opened once per process), or ``None``
     (another board, or no part of it yet)."""
     if (width, height) != (7, 6):
         return None
-    return open_database(Parts(SHIPPED_PARTS))
+    return open_database(Parts(shipped_parts()))
 
 
 def _packed_path(parts: Parts) -> Path:

@@ -42,7 +42,7 @@ static void classify(Ranking *r, const Geometry *g, int *heights, int column, in
 int ranking_init(Ranking *r, const Geometry *g, int stones) {
     memset(r, 0, sizeof *r);
     binomials();
-    if (stones < 0 || stones % 2 || stones >= g->cells || stones > DB_MAX_SHAPE_CELLS) return -1;
+    if (stones < 0 || stones >= g->cells || stones > DB_MAX_SHAPE_CELLS) return -1;
     r->stones = stones;
     r->mover_stones = stones / 2;
     r->lowest = score_loss_next(g, stones);

@@ -57,7 +57,7 @@ typedef struct {
 enum { SHAPE_CANONICAL = 0, SHAPE_MIRRORED = 1, SHAPE_PALINDROME = 2 };
 
 /* Fill r for positions of g with `stones` stones. Returns 0, or -1 if the
- * database cannot exist for them (stones odd or out of range, a value range
+ * database cannot exist for them (stones out of range, a value range
  * too wide for a byte, more than 2**32 slots, or no memory). */
 int ranking_init(Ranking *r, const Geometry *g, int stones);
 void ranking_free(Ranking *r);

@@ -51,7 +51,7 @@ def parser() -> ArgumentParser:
         "--plies",
         type=int,
         default=None,
-        help="the layer's ply (default 8; a database's stones: 12)",
+        help="the layer's ply (default 8; a database's stones: 12, or 13)",
     )
     b.add_argument("--variant", default="7x6", help="board WIDTHxHEIGHT (default 7x6)")
     b.add_argument("--chunk-size", type=int, default=None, help="positions per job (default 64)")
@@ -62,7 +62,7 @@ def parser() -> ArgumentParser:
         "--database",
         action="store_true",
         help="build the stones database of --plies stones instead (parts in --out, a directory; "
-        "default: the shipped 12-stone one)",
+        "default: the shipped one of those stones, 12 or 13)",
     )
     v = sub.add_parser("verify", help="check the book: negamax consistency and a sample re-solved")
     v.add_argument("--book", type=Path, default=None, help="book file (default: the shipped one)")
@@ -98,7 +98,7 @@ def main(argv: list[str]) -> int:
 def build(args: argparse.Namespace) -> int:
     from engine import book
     from engine.connect4 import Connect4
-    from engine.database import SHIPPED_PARTS, Parts, open_database
+    from engine.database import SHIPPED_STONES, Parts, open_database, shipped_parts
     from engine.errors import PlybotError
     from engine.layer import CHUNK_SIZE
     from worker.core.connection import connect
@@ -117,12 +117,10 @@ def build(args: argparse.Namespace) -> int:
     size = CHUNK_SIZE if args.chunk_size is None else args.chunk_size
     if size < 1:
         return fail(prog, f"'{size}': --chunk-size must be positive")
-    shipped = (width, height) == (7, 6) and (not args.database or args.plies == DATABASE_STONES)
+    shipped = (width, height) == (7, 6) and (not args.database or args.plies in SHIPPED_STONES)
     if args.out is None and not shipped:
         return fail(prog, f"'{args.variant}': give --out for a book or database of another board")
-    if args.database and args.plies % 2:
-        return fail(prog, f"'{args.plies}': a database needs an even --plies (12: the shipped one)")
-    out = args.out or (SHIPPED_PARTS if args.database else book.SHIPPED_PATH)
+    out = args.out or (shipped_parts(args.plies) if args.database else book.SHIPPED_PATH)
     layer = args.layer or out.with_name(f"connect4-{args.variant}-ply{args.plies}.layer")
     settings = get_settings()
     url = args.redis_url or settings.redis_url
@@ -246,12 +244,12 @@ def verify_database(args: argparse.Namespace) -> int:
 
     from engine import book
     from engine.connect4 import Connect4
-    from engine.database import SHIPPED_PARTS, DatabaseError, Parts, open_database
+    from engine.database import DatabaseError, Parts, open_database, shipped_parts
     from engine.errors import PlybotError
     from engine.solver import Solver, _core
 
     prog = "plybot book verify"
-    directory = SHIPPED_PARTS if args.database == Path("shipped") else args.database
+    directory = shipped_parts(args.plies) if args.database == Path("shipped") else args.database
     try:
         width, height = Connect4.parse_variant(args.variant)
         database = open_database(Parts(directory, width, height, args.plies))

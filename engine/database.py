@@ -1,11 +1,13 @@
-"""The 12-stone database: the exact score and a best move of every position with 12 stones.
+"""The stones databases: the exact score and a best move of every position with N stones.
 
 Every distinct 7x6 position with exactly 12 stones whose player to move cannot
 win at once (4,200,899 of them, mirror images merged) is solved once, by the
 workers (``plybot book build --database``), and read inside every search: a
 node with 12 stones asks the database before its table (the compiled core's
 lookup ladder, :meth:`engine.solver.Solver`), so every position before ply 12
-is a few plies of search away from exact answers.
+is a few plies of search away from exact answers. The 13-stone database
+(10,881,076 positions; built the same way, ``--plies 13``, read for what it
+holds while it grows) makes every column of a 12-stone position a lookup.
 
 Two forms on disk:
 
@@ -61,7 +63,7 @@ __all__ = [
     "Parts",
     "StoneDatabase",
     "open_database",
-    "shipped_database",
+    "shipped_databases",
     "shipped_parts",
 ]
 
@@ -243,12 +245,13 @@ def shipped_parts(stones: int = STONES) -> Path:
 
 
 @cache
-def shipped_database(width: int = 7, height: int = 6) -> StoneDatabase | None:
-    """The shipped 12-stone database of this board (opened once per process), or ``None``
-    (another board, or no part of it yet)."""
+def shipped_databases(width: int = 7, height: int = 6) -> tuple[StoneDatabase, ...]:
+    """The shipped databases of this board (opened once per process), by stone count:
+    those of :data:`SHIPPED_STONES` that have a part (none for another board)."""
     if (width, height) != (7, 6):
-        return None
-    return open_database(Parts(shipped_parts()))
+        return ()
+    opened = (open_database(Parts(shipped_parts(n), stones=n)) for n in SHIPPED_STONES)
+    return tuple(database for database in opened if database is not None)
 
 
 def _packed_path(parts: Parts) -> Path:

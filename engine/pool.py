@@ -92,7 +92,7 @@ class SolverPool:
         if found is not None:
             return found
         from engine.book import shipped_book
-        from engine.database import shipped_database
+        from engine.database import shipped_databases
         from engine.solver import Solver
         from engine.solver._core import NEAR_END_BYTES
 
@@ -105,9 +105,9 @@ class SolverPool:
             ):
                 self._solvers.popitem(last=False)  # its table is unmapped once it is dropped
         book = shipped_book(width, height)
-        database = shipped_database(width, height) if self.database else None
+        databases = shipped_databases(width, height) if self.database else ()
         solver = Solver(
-            width, height, table_bytes=wanted, cache=cache, book=book, database=database
+            width, height, table_bytes=wanted, cache=cache, book=book, databases=databases
         )
         if self._kept(size, solver):  # a table dropped after each job faults in as written
             solver.warm_up()
@@ -166,7 +166,7 @@ def lookup_solver(width: int, height: int, *, database: bool = True) -> Solver |
     """The process's solver for answers of the lookup ladder alone (:meth:`Solver.lookup`),
     or ``None`` for a board with no shipped book (nothing to look up).
 
-    It reads the shipped book and, with ``database``, the shipped 12-stone database (mapped:
+    It reads the shipped book and, with ``database``, the shipped databases (mapped:
     one copy on a machine, whichever processes read it), has the smallest table and no
     cache, and is never asked to search: for a process that answers what is known and
     queues the rest (the service's API). Made at the first call for a size (milliseconds).
@@ -180,7 +180,7 @@ def lookup_solver(width: int, height: int, *, database: bool = True) -> Solver |
     key = (width, height, database)
     found = _lookup_solvers.get(key)
     if found is None:
-        from engine.database import shipped_database
+        from engine.database import shipped_databases
         from engine.solver import Solver
 
         found = Solver(
@@ -188,7 +188,7 @@ def lookup_solver(width: int, height: int, *, database: bool = True) -> Solver |
             height,
             table_bytes=MIN_TABLE_BYTES,
             book=book,
-            database=shipped_database(width, height) if database else None,
+            databases=shipped_databases(width, height) if database else (),
         )
         _lookup_solvers[key] = found
     return found

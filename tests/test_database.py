@@ -85,7 +85,7 @@ def with_and_without_database(
     """A solver that reads a database of the board built here, and a plain one."""
     database = built_in_process(tmp_path / "db", width, height, stones)
     return (
-        Solver(width, height, table_bytes=1 << 20, database=database),
+        Solver(width, height, table_bytes=1 << 20, databases=(database,)),
         Solver(width, height, table_bytes=1 << 20),
     )
 
@@ -124,7 +124,7 @@ def test_the_plan_holds_exactly_the_positions_a_search_needs() -> None:
 
 @pytest.mark.parametrize(
     ("width", "height", "stones", "why"),
-    [(7, 6, 11, "no 11-stone database"), (7, 6, 42, "no 42-stone"), (10, 6, 12, "10x6")],
+    [(7, 6, 4, "no 4-stone database"), (7, 6, 42, "no 42-stone"), (10, 6, 12, "10x6")],
 )
 def test_a_database_that_cannot_exist_is_refused_by_name(
     width: int, height: int, stones: int, why: str
@@ -166,7 +166,7 @@ def test_the_search_asks_the_database_and_never_changes_a_score(tmp_path: Path) 
     # Searches from plies before the database's agree with and without it, and it is used.
     sample = [q for ply in (3, 4, 5, 6) for q in positions_at(ply, 5, 4)]
     sample = sample[:: max(1, len(sample) // 150)]
-    with_db = Solver(width, height, table_bytes=1 << 20, database=database)
+    with_db = Solver(width, height, table_bytes=1 << 20, databases=(database,))
     without = Solver(width, height, table_bytes=1 << 20)
     fewer = 0
     for q in sample:
@@ -245,6 +245,31 @@ def test_a_column_past_the_database_is_read_where_a_parent_in_it_plays_that_move
     assert read > 0
 
 
+def test_with_the_database_a_ply_past_it_every_column_of_its_ply_is_read(
+    tmp_path: Path,
+) -> None:
+    # The 8- and 9-stone databases of 5x4 (as the shipped 12 and 13 on 7x6): every column
+    # of an 8-stone position is a lookup, with its exact score (a plain solver's), no node
+    # searched; the odd database's entries are a fresh solver's, and searches agree.
+    width, height, stones = 5, 4, 8
+    even = built_in_process(tmp_path / "even", width, height, stones)
+    odd = built_in_process(tmp_path / "odd", width, height, stones + 1)
+    assert odd.stones == stones + 1
+    both = Solver(width, height, table_bytes=1 << 20, databases=(even, odd))
+    plain = Solver(width, height, table_bytes=1 << 20)
+    for q in ongoing_sample(stones, width, height, 60):
+        both.reset()
+        plain.reset()
+        read = both.lookup(q, all_moves=True)
+        assert read is not None, q.notation()
+        assert read.nodes == 0
+        assert read.moves == plain.analyze(q).moves, q.notation()
+    for q in ongoing_sample(stones - 3, width, height, 40):
+        both.reset()
+        plain.reset()
+        assert both.analyze(q).moves == plain.analyze(q).moves, q.notation()
+
+
 def test_a_partial_database_answers_what_it_holds_and_nothing_else(tmp_path: Path) -> None:
     width, height, stones = 5, 4, 8
     full = built_in_process(tmp_path / "full", width, height, stones)
@@ -266,7 +291,7 @@ def test_a_partial_database_answers_what_it_holds_and_nothing_else(tmp_path: Pat
     assert len(partial) == len(half)
     assert partial.lookup(positions[0]) == answers[0]
     assert partial.lookup(Connect4.from_key(int(keys_[-1]), width, height)) is None
-    solver = Solver(width, height, table_bytes=1 << 20, database=partial)
+    solver = Solver(width, height, table_bytes=1 << 20, databases=(partial,))
     plain = Solver(width, height, table_bytes=1 << 20)
     # Where only some of a node's children are known (plies 7 and 6: the database a ply or
     # two down), the search answers the same.
@@ -366,10 +391,11 @@ def test_a_chunk_taken_by_a_worker_that_died_at_once_is_sent_again(
     # A worker popped a chunk's id and died before starting it (RQ's own window with more
     # than one queue): the job waits in no queue and RQ never looks for it again. The
     # builder, waiting for it, sees that and puts it back.
+    # An odd stone count, as the shipped 13-stone database: the side to move has the fewer.
     out = tmp_path / "db"
-    command = build_command(out, 6, 100)
+    command = build_command(out, 7, 100)
     env = {**os.environ, "REDIS_URL": redis_url}
-    _, raw_starts = _core.layer_plan(5, 4, 6, 100)
+    _, raw_starts = _core.layer_plan(5, 4, 7, 100)
     chunks = len(raw_starts) // 8 - 1
     builder = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
     queue = Queue(KINDS["book"].queue, connection=clean_redis)
@@ -379,8 +405,14 @@ def test_a_chunk_taken_by_a_worker_that_died_at_once_is_sent_again(
     worker_pool(1, queues="interactive,analysis,book", env=SMALL_TABLE)
     out_text, _ = builder.communicate(timeout=120)
     assert builder.returncode == 0
-    reference = solved_reference(5, 4, 6)
-    assert out_text.startswith(f"{len(reference):,} positions with 6 stones, in ")
+    reference = solved_reference(5, 4, 7)
+    assert out_text.startswith(f"{len(reference):,} positions with 7 stones, in ")
+    database = open_database(Parts(out, 5, 4, 7))
+    assert database is not None
+    for key, score in reference.items():
+        found = database.lookup(Connect4.from_key(key, 5, 4))
+        assert found is not None
+        assert found[0] == score
 
 
 @pytest.mark.redis

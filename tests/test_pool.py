@@ -8,7 +8,7 @@ import pytest
 
 from engine.cache import MemoryCache
 from engine.connect4 import Connect4
-from engine.database import shipped_database
+from engine.database import shipped_databases
 from engine.pool import MIN_TABLE_BYTES, OTHER_BOARD_TABLE_BYTES, SolverPool
 from engine.solver import Solver
 from engine.solver._core import NEAR_END_BYTES
@@ -99,9 +99,9 @@ def test_the_pool_warms_the_tables_it_keeps_and_not_one_it_drops_after_each_job(
 
 def test_the_pool_reads_the_database_unless_told_not_to() -> None:
     pool = SolverPool(table_bytes=1 << 20)
-    assert pool.solver(7, 6, None).database is shipped_database(7, 6)
+    assert pool.solver(7, 6, None).databases == shipped_databases(7, 6)
     pool = SolverPool(table_bytes=1 << 20)
     pool.configure(table_bytes=1 << 20, budget_bytes=None, database=False)
     solver = pool.solver(7, 6, None)
-    assert solver.database is None
+    assert solver.databases == ()
     assert solver.book is not None  # the book alone

@@ -70,13 +70,13 @@ def main(argv: list[str]) -> int:
         ]
 
     from engine.book import shipped_book
-    from engine.database import shipped_database
+    from engine.database import shipped_databases
     from engine.solver import Solver
     from engine.solver._core import FULL
 
     book = None if args.no_book else shipped_book(width, height)
-    database = None if args.no_book else shipped_database(width, height)
-    solver = Solver(width, height, table_bytes=args.table_mb << 20, book=book, database=database)
+    databases = () if args.no_book else shipped_databases(width, height)
+    solver = Solver(width, height, table_bytes=args.table_mb << 20, book=book, databases=databases)
     notations = [notation for _, notation in numbered]
     bad = 0
     out = sys.stdout

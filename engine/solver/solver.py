@@ -7,14 +7,15 @@ starts from what earlier ones proved. Not thread-safe: one solve at a time
 per solver (:meth:`Solver.interrupt` is the exception: any thread may call it).
 
 The solver owns its lookup ladder, asked in this order: the opening book
-(:class:`engine.book.OpeningBook`, given as ``book``) and the 12-stone database
-(:mod:`engine.database`, given as ``database``), both held by the compiled core
-and asked by the search itself at every node of their plies; then the
+(:class:`engine.book.OpeningBook`, given as ``book``) and the stones databases
+(:mod:`engine.database`, given as ``databases``: 12 and 13 stones), all held by the
+compiled core and asked by the search itself at every node of their plies; then the
 transposition table; then the shared cache (``cache``), read once per solve
 around the root (:mod:`engine.solver.cache_io`) and written after.
 :meth:`Solver.known` answers "what is known about these positions" from the
 same ladder, without search. So a search from shortly after the book's depth,
-or before ply 12, is a few plies away from exact answers.
+or before ply 12, is a few plies away from exact answers, and each column of a
+12-stone position is one lookup.
 
 A solve answers an :class:`engine.answer.Analysis` and reports
 :class:`engine.answer.Progress`, the shape of every analysis (its contract
@@ -70,7 +71,7 @@ class Solver:
         table_bytes: int = DEFAULT_TABLE_BYTES,
         cache: PositionCache | None = None,
         book: PositionCache | None = None,
-        database: StoneDatabase | None = None,
+        databases: Sequence[StoneDatabase] = (),
     ) -> None:
         # Raises ValueError naming the size if the core cannot play it.
         self._core = Core(width, height, table_bytes)
@@ -84,8 +85,8 @@ class Solver:
         #: Threads an analysis of every column may settle its columns in (sharing the
         #: table; engine/solver/csrc/columns.h); 1: one column after another, in this thread.
         self.threads = 1
-        self.database = database
-        if database is not None and database.variant == self.variant:
+        self.databases = tuple(d for d in databases if d.variant == self.variant)
+        for database in self.databases:
             # Asked at every node with its stone count, after the book, before the table.
             self._core.add_database(database.stones, database.values)
 

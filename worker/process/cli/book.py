@@ -278,7 +278,7 @@ def verify_database(args: argparse.Namespace) -> int:
     if opened is not None:
         deep = [e for e in opened.positions() if args.plies - 3 <= e[0].ply < args.plies]
         sample = rng.sample(deep, min(args.sample, len(deep)))
-        reader = Solver(width, height, database=database)
+        reader = Solver(width, height, databases=(database,))
         for position, score, _best in sample:
             searched = reader.solve(position).score
             if searched != score:

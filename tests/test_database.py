@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from tests.fixtures.waiting import wait_for
 from worker.core import keys
 from worker.core.kinds import KINDS
 from worker.process.book_build import WINDOW
+from worker.process.cli.book import disagreements
 
 PLYBOT = str(Path(sys.executable).with_name("plybot"))
 
@@ -268,6 +270,28 @@ def test_with_the_database_a_ply_past_it_every_column_of_its_ply_is_read(
         both.reset()
         plain.reset()
         assert both.analyze(q).moves == plain.analyze(q).moves, q.notation()
+
+
+def test_verify_checks_a_database_against_the_one_a_stone_shallower(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # plybot book verify's consistency check (7x6: 13 stones against the 12-stone
+    # database), here on 5x4: 8 against 9 stones agree; a 9-stone database with every
+    # score one off does not, and the disagreements are named.
+    width, height, stones = 5, 4, 8
+    even = built_in_process(tmp_path / "even", width, height, stones)
+    odd = built_in_process(tmp_path / "odd", width, height, stones + 1)
+    assert disagreements(even, odd, random.Random(1), 300) == 0
+    assert "300/300 entries of the 8-stone database agree" in capsys.readouterr().err
+    parts = Parts(tmp_path / "odd", width, height, stones + 1)
+    slots, values = parts.read(parts.path(0))
+    lowest, highest = score_bounds(width, height, stones + 1)
+    wrong = np.where(values // width < highest - lowest, values + width, values - width)
+    parts.write(0, slots, wrong.astype(np.uint8))
+    damaged = open_database(parts)
+    assert damaged is not None
+    assert disagreements(even, damaged, random.Random(1), 300) > 0
+    assert "WRONG: its columns read" in capsys.readouterr().out
 
 
 def test_a_partial_database_answers_what_it_holds_and_nothing_else(tmp_path: Path) -> None:

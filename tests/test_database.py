@@ -272,6 +272,31 @@ def test_with_the_database_a_ply_past_it_every_column_of_its_ply_is_read(
         assert both.analyze(q).moves == plain.analyze(q).moves, q.notation()
 
 
+def test_a_solve_a_ply_past_the_database_starts_from_its_parents_and_names_a_best_move(
+    tmp_path: Path,
+) -> None:
+    # Every 9-stone position of 5x4 (as the 13-stone build's on 7x6), solved in one batch
+    # with the 8-stone database, whose entries bound each from below (exactly, where a
+    # parent's best move made it): the scores are a plain solver's, every best move keeps
+    # its score (a solve must name one, as a database entry needs), with fewer nodes.
+    width, height, stones = 5, 4, 8
+    with_db, plain = with_and_without_database(tmp_path, width, height, stones)
+    notations = [
+        Connect4.from_key(int(k), width, height).notation()
+        for k in plan_keys(width, height, stones + 1)
+    ]
+    read, searched = with_db.solve_batch(notations), plain.solve_batch(notations)
+    for notation, a, b in zip(notations[::7], read[::7], searched[::7], strict=True):
+        assert a.score == b.score, notation
+        assert a.best_move is not None
+        after = Connect4.parse(notation, "5x4")
+        after.push(a.best_move)
+        kept = after.terminal_score() if after.outcome() is not None else plain.solve(after).score
+        assert kept == -a.score, notation
+    assert [a.score for a in read] == [b.score for b in searched]
+    assert sum(a.nodes for a in read) < 0.9 * sum(b.nodes for b in searched)
+
+
 def test_verify_checks_a_database_against_the_one_a_stone_shallower(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

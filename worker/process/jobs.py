@@ -360,6 +360,8 @@ def move_job(req: MoveRequest) -> MoveResult:
 #: The process's solver for book chunks, apart from the pool (:data:`engine.pool.solvers`) on
 #: purpose: a large table of its own budget (``book_table_mb``), no cache and no book (a book
 #: is the solver's own work), kept from chunk to chunk (neighbouring chunks share subtrees).
+#: It reads the shipped databases (unless ``solver_database`` is off): a 13-stone position's
+#: parents in the 12-stone one bound it from below (0.74-0.89 times the nodes).
 _book_solver: dict[tuple[int, int], Any] = {}
 
 
@@ -376,6 +378,7 @@ def book_chunk_job(req: BookChunkRequest) -> BookChunkResult:
     """
     from engine.book import BookLine
     from engine.connect4 import Connect4
+    from engine.database import shipped_databases
     from engine.layer import solve_chunk
     from engine.solver import Solver
 
@@ -393,8 +396,11 @@ def book_chunk_job(req: BookChunkRequest) -> BookChunkResult:
     solver = _book_solver.get((width, height))
     if solver is None:
         _book_solver.clear()
-        table_bytes = _settings().book_table_mb << 20
-        solver = _book_solver[(width, height)] = Solver(width, height, table_bytes=table_bytes)
+        settings = _settings()
+        databases = shipped_databases(width, height) if settings.solver_database else ()
+        solver = _book_solver[(width, height)] = Solver(
+            width, height, table_bytes=settings.book_table_mb << 20, databases=databases
+        )
     lines: list[BookLine]
     with _giving_way(solver):
         lines = solve_chunk(solver, req.notations)

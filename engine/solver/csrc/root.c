@@ -51,23 +51,35 @@ static int known_grandchildren(const Geometry *g, const KnownSet *known, bitboar
     return best_column >= 0;
 }
 
-int known_by_parent(const Geometry *g, const KnownSet *known, bitboard cur, bitboard mask,
-                    int ply, int *value) {
+int parent_bound(const Geometry *g, const KnownSet *known, bitboard cur, bitboard mask,
+                 int ply, int *lower, int *exact) {
     if (ply < 1 || ply - 1 < known->min_ply || ply - 1 > known->max_ply) return 0;
     const bitboard last = cur ^ mask; /* the stones of the side that moved last */
+    int found = 0;
+    *exact = 0;
     for (int c = 0; c < g->width; c++) {
         const bitboard column = mask & g->colmask[c];
         const bitboard top = column & ~(column >> 1); /* a column's stones are contiguous */
         if (!(last & top)) continue;
         int score, best;
         /* The parent: that stone not played yet, its player to move. */
-        if (known_lookup(known, g, (last ^ top) + (mask ^ top), ply - 1, &score, &best) &&
-            best == c) {
-            *value = -score;
+        if (!known_lookup(known, g, (last ^ top) + (mask ^ top), ply - 1, &score, &best))
+            continue;
+        if (!found || -score > *lower) *lower = -score;
+        found = 1;
+        if (best == c) { /* its best move made this position: the bound is its score */
+            *lower = -score;
+            *exact = 1;
             return 1;
         }
     }
-    return 0;
+    return found;
+}
+
+int known_by_parent(const Geometry *g, const KnownSet *known, bitboard cur, bitboard mask,
+                    int ply, int *value) {
+    int exact;
+    return parent_bound(g, known, cur, mask, ply, value, &exact) && exact;
 }
 
 /* x * eighths / 8, rounded towards 0. */
@@ -173,10 +185,29 @@ Bounds solve_position(Search *s, bitboard cur, bitboard mask, int ply, int weak,
         b.lo = floor;
         b.best = -1; /* no move is known to reach the floor */
     }
+    /* Its parents in the known tiers (a ply past them): each bounds it from below, and
+     * one whose best move made it gives its score. No move comes with either, so one
+     * is asked for below: a solve names a best move, as a database's entry needs. */
+    int lower, exact, named = 0;
+    if (!weak && !settled(b, 0) &&
+        parent_bound(s->g, s->known, cur, mask, ply, &lower, &exact) && lower <= b.hi) {
+        if (lower > b.lo) {
+            b.lo = lower;
+            b.best = -1;
+        }
+        if (exact) b.hi = lower;
+        named = 1;
+    }
     s->aborted = 0;
     while (!settled(b, weak)) {
         b = root_step(s, cur, mask, ply, b, weak);
         if (s->aborted) return b;
+    }
+    if (named && b.best < 0 && b.lo > score_loss_next(s->g, ply)) {
+        /* The score without a move reaching it: one question just under it names one. */
+        const int value = search(s, cur, mask, ply, b.lo - 1, b.lo);
+        if (s->aborted) return b;
+        if (value >= b.lo) b.best = s->root_best;
     }
     if (b.best < 0 && ply < s->g->cells) b.best = fallback_move(s->g, cur, mask);
     return b;

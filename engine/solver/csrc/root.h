@@ -69,6 +69,13 @@ Bounds root_init(const Geometry *g, const Table *t, const KnownSet *known, bitbo
 int known_by_parent(const Geometry *g, const KnownSet *known, bitboard cur, bitboard mask,
                     int ply, int *value);
 
+/* What the positions a ply before (cur, mask) in the known tiers say of it (each such
+ * parent P, to move, scores at least minus this position's score): 0 if none is known;
+ * else 1, *lower the best lower bound they give, and *exact 1 if it is the score (a
+ * parent whose best move made this position: known_by_parent). Lookups only. */
+int parent_bound(const Geometry *g, const KnownSet *known, bitboard cur, bitboard mask,
+                 int ply, int *lower, int *exact);
+
 /* One null-window question. Precondition: !settled(b, weak), b from
  * root_init and earlier steps on this position. On abort s->aborted is set
  * and b is returned unchanged. */
@@ -80,7 +87,9 @@ Bounds root_step(Search *s, bitboard cur, bitboard mask, int ply, Bounds b, int 
 Bounds root_step_beside(Search *s, bitboard cur, bitboard mask, int ply, Bounds b, int weak,
                         int beside);
 
-/* Narrow until settled (or aborted); `best` is filled in where no search named one.
+/* Narrow until settled (or aborted), from root_init's bounds and, a ply past the known
+ * tiers, the parents' (parent_bound; then a best move is asked for where none came with
+ * them); `best` is filled in where no search named one.
  * `floor`: a score the position is known to reach (NO_FLOOR: nothing known beyond
  * the rules, the known tiers and the table); with a floor, `best` may be only the
  * fallback move, and the score is exact all the same. */

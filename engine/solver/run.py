@@ -132,6 +132,15 @@ class Run:
             lo, hi = _weak_bounds(lo, hi) if self.weak else (lo, hi)
             yield unfinished(lo, hi, best if best >= 0 else None, self.nodes, self.elapsed_ms())
             return
+        if best < 0 and not self.weak and lo > p.score_range()[0]:
+            # The score came with no move reaching it (the root's parents in the database
+            # bound it, Core.init): one question just under it names one.
+            _, _, best, aborted, self.nodes = self.core.step(
+                p.current, p.mask, p.ply, lo - 1, lo, -1, False, self.nodes, self.node_limit
+            )
+            if aborted:
+                yield unfinished(lo, hi, None, self.nodes, self.elapsed_ms())
+                return
         if best < 0:
             best = self.fallback_move(p)
         score = weak_value(lo, hi) if self.weak else lo

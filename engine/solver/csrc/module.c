@@ -148,8 +148,8 @@ PyDoc_STRVAR(children_doc,
              "children(cur, mask, ply) -> [(lo, hi) or None, ...]\n\n"
              "For each column (None: full), bounds of its value to the side to move, from\n"
              "the rules, what is known and the table, before any search: init() of the\n"
-             "child, negated (a win now: exact), or exact where a position a ply before the\n"
-             "child in the known tiers plays it as its best (known_by_parent in root.h).\n"
+             "child, negated (a win now: exact; a child a ply past the known tiers: its\n"
+             "parents' bound, exact where one plays it as its best: parent_bound, root.h).\n"
              "Precondition: the position is not finished.");
 static PyObject *Core_children(Core *self, PyObject *args) {
     int ply;
@@ -173,12 +173,7 @@ static PyObject *Core_children(Core *self, PyObject *args) {
             item = Py_BuildValue("ii", v, v);
         } else {
             const Bounds b = root_init(g, &self->t, &self->known, cur ^ mask, mask | move, ply + 1);
-            int value;
-            if (b.lo < b.hi &&
-                known_by_parent(g, &self->known, cur ^ mask, mask | move, ply + 1, &value))
-                item = Py_BuildValue("ii", -value, -value);
-            else
-                item = Py_BuildValue("ii", -b.hi, -b.lo);
+            item = Py_BuildValue("ii", -b.hi, -b.lo);
         }
         if (!item) {
             Py_DECREF(out);

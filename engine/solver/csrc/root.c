@@ -76,12 +76,6 @@ int parent_bound(const Geometry *g, const KnownSet *known, bitboard cur, bitboar
     return found;
 }
 
-int known_by_parent(const Geometry *g, const KnownSet *known, bitboard cur, bitboard mask,
-                    int ply, int *value) {
-    int exact;
-    return parent_bound(g, known, cur, mask, ply, value, &exact) && exact;
-}
-
 /* x * eighths / 8, rounded towards 0. */
 static int part(int x, int eighths) { return x >= 0 ? eighths * x / 8 : -(-eighths * x / 8); }
 
@@ -131,6 +125,18 @@ Bounds root_init(const Geometry *g, const Table *t, const KnownSet *known, bitbo
             b.best = oriented(g, entry_move(entry), flipped);
         }
         if (entry_upper(entry) < b.hi) b.hi = entry_upper(entry);
+    }
+    if (b.lo < b.hi) {
+        /* Its parents in the known tiers (a ply past them) bound it from below, and give
+         * its score where one's best move made it; no move comes with either. */
+        int lower, exact;
+        if (parent_bound(g, known, cur, mask, ply, &lower, &exact) && lower <= b.hi) {
+            if (lower > b.lo) {
+                b.lo = lower;
+                b.best = -1;
+            }
+            if (exact) b.hi = b.lo;
+        }
     }
     if (b.lo < b.hi && ply + 2 <= known->max_ply && ply + 2 >= known->min_ply) {
         /* Every grandchild known (the database two plies down): settled by lookups alone
@@ -185,26 +191,15 @@ Bounds solve_position(Search *s, bitboard cur, bitboard mask, int ply, int weak,
         b.lo = floor;
         b.best = -1; /* no move is known to reach the floor */
     }
-    /* Its parents in the known tiers (a ply past them): each bounds it from below, and
-     * one whose best move made it gives its score. No move comes with either, so one
-     * is asked for below: a solve names a best move, as a database's entry needs. */
-    int lower, exact, named = 0;
-    if (!weak && !settled(b, 0) &&
-        parent_bound(s->g, s->known, cur, mask, ply, &lower, &exact) && lower <= b.hi) {
-        if (lower > b.lo) {
-            b.lo = lower;
-            b.best = -1;
-        }
-        if (exact) b.hi = lower;
-        named = 1;
-    }
     s->aborted = 0;
     while (!settled(b, weak)) {
         b = root_step(s, cur, mask, ply, b, weak);
         if (s->aborted) return b;
     }
-    if (named && b.best < 0 && b.lo > score_loss_next(s->g, ply)) {
-        /* The score without a move reaching it: one question just under it names one. */
+    if (b.best < 0 && floor == NO_FLOOR && !weak && b.lo == b.hi &&
+        b.lo > score_loss_next(s->g, ply)) {
+        /* The score without a move reaching it (its parents' bound, root_init): one
+         * question just under it names one, as a solve (a database's entry) needs. */
         const int value = search(s, cur, mask, ply, b.lo - 1, b.lo);
         if (s->aborted) return b;
         if (value >= b.lo) b.best = s->root_best;

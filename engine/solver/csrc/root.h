@@ -56,23 +56,18 @@ static inline int weak_value(Bounds b) { return b.lo >= 1 ? 1 : (b.hi <= -1 ? -1
 /* Initial bounds of an unfinished position, from the rules, what is known
  * and the table: settled at once for an immediate win, a full board, a known
  * position (with a best move), one whose every child is known (a ply above
- * the database: known_children in search.h) or every grandchild (two plies above). */
+ * the database: known_children in search.h) or every grandchild (two plies above).
+ * A ply past the known tiers, its parents there raise lo, or settle it, with no move
+ * (parent_bound): lo == hi with best -1 is an exact score whose move takes a search. */
 Bounds root_init(const Geometry *g, const Table *t, const KnownSet *known, bitboard cur,
                  bitboard mask, int ply);
 
-/* 1 and the exact score of (cur, mask), `ply` stones, in *value if a position a ply
- * before it in the known tiers (a stone of the side that moved last taken off a column's
- * top) names the move that made it as its best, so its score is that position's, negated
- * (a 13-stone position, one of whose 12-stone parents in the database plays it). Only a
- * score: no move of its own is known, so no Bounds are settled with it (Core.children
- * settles an analysis's column, whose move is the column itself). */
-int known_by_parent(const Geometry *g, const KnownSet *known, bitboard cur, bitboard mask,
-                    int ply, int *value);
-
-/* What the positions a ply before (cur, mask) in the known tiers say of it (each such
- * parent P, to move, scores at least minus this position's score): 0 if none is known;
- * else 1, *lower the best lower bound they give, and *exact 1 if it is the score (a
- * parent whose best move made this position: known_by_parent). Lookups only. */
+/* What the positions a ply before (cur, mask) in the known tiers say of it: each such
+ * parent (a stone of the side that moved last taken off a column's top, its player to
+ * move) scores at least minus this position's score, and exactly that where it names
+ * the taken stone's column as its best (a 13-stone position, one of whose 12-stone
+ * parents in the database plays it). 0 if no parent is known; else 1, *lower the best
+ * bound they give, and *exact 1 if it is the score. Lookups only; no move of its own. */
 int parent_bound(const Geometry *g, const KnownSet *known, bitboard cur, bitboard mask,
                  int ply, int *lower, int *exact);
 
@@ -87,9 +82,9 @@ Bounds root_step(Search *s, bitboard cur, bitboard mask, int ply, Bounds b, int 
 Bounds root_step_beside(Search *s, bitboard cur, bitboard mask, int ply, Bounds b, int weak,
                         int beside);
 
-/* Narrow until settled (or aborted), from root_init's bounds and, a ply past the known
- * tiers, the parents' (parent_bound; then a best move is asked for where none came with
- * them); `best` is filled in where no search named one.
+/* Narrow until settled (or aborted); without a floor, a best move is asked for where the
+ * score came with none (root_init's parent bound), else `best` is filled in where no
+ * search named one.
  * `floor`: a score the position is known to reach (NO_FLOOR: nothing known beyond
  * the rules, the known tiers and the table); with a floor, `best` may be only the
  * fallback move, and the score is exact all the same. */

@@ -254,9 +254,10 @@ def test_what_the_book_and_the_database_settle_is_answered_at_submission(
             assert result["moves"][result["best_move"]] == result["score"]
             if position == slow:
                 assert result["score"] == SLOW[slow]
-            # The line read from the book and the database: best moves, to 13 stones.
+            # The line read from the book and the databases: best moves, to 13 stones at
+            # least (further where the 13-stone database, built as it goes, holds them).
             assert result["pv"][0] == result["best_move"]
-            assert len(position) + len(result["pv"]) == 13, result["pv"]
+            assert len(position) + len(result["pv"]) >= 13, result["pv"]
             assert read_events(http, view["id"]) == [("progress", view["progress"]), ("done", view)]
             job = Job.fetch(view["id"], connection=clean_redis, serializer=JSONSerializer)
             assert job.get_status() == JobStatus.FINISHED

@@ -164,8 +164,8 @@ class Solver:
 
         Answers where :meth:`settles` (a solve also where every column settles: up to
         three plies before the database), the shared cache not asked; its line runs as far
-        as the book, the database and the table name the moves (to 13 stones from a
-        position before the database), since no node is searched. For a caller that must
+        as the book, the databases and the table name the moves (to 13 or 14 stones from
+        a position before the databases), since no node is searched. For a caller that must
         not search: the service answering at submission. Precondition: ``position`` is
         ongoing and of this solver's size.
         """

@@ -126,18 +126,6 @@ Bounds root_init(const Geometry *g, const Table *t, const KnownSet *known, bitbo
         }
         if (entry_upper(entry) < b.hi) b.hi = entry_upper(entry);
     }
-    if (b.lo < b.hi) {
-        /* Its parents in the known tiers (a ply past them) bound it from below, and give
-         * its score where one's best move made it; no move comes with either. */
-        int lower, exact;
-        if (parent_bound(g, known, cur, mask, ply, &lower, &exact) && lower <= b.hi) {
-            if (lower > b.lo) {
-                b.lo = lower;
-                b.best = -1;
-            }
-            if (exact) b.hi = b.lo;
-        }
-    }
     if (b.lo < b.hi && ply + 2 <= known->max_ply && ply + 2 >= known->min_ply) {
         /* Every grandchild known (the database two plies down): settled by lookups alone
          * (about 50), so an analysis two plies above the database searches nothing. After
@@ -146,6 +134,19 @@ Bounds root_init(const Geometry *g, const Table *t, const KnownSet *known, bitbo
         if (known_grandchildren(g, known, cur, mask, ply, safe, &value, &column)) {
             b.lo = b.hi = value;
             b.best = column;
+        }
+    }
+    if (b.lo < b.hi) {
+        /* Its parents in the known tiers (a ply past them) bound it from below, and give
+         * its score where one's best move made it. Last: no move comes with either, and
+         * the rules above name one. */
+        int lower, exact;
+        if (parent_bound(g, known, cur, mask, ply, &lower, &exact) && lower <= b.hi) {
+            if (lower > b.lo) {
+                b.lo = lower;
+                b.best = -1;
+            }
+            if (exact) b.hi = b.lo;
         }
     }
     return b;

@@ -241,13 +241,12 @@ def verify_database(args: argparse.Namespace) -> int:
     """A sample of the database re-solved with fresh tables (the score, and that the best
     move keeps it); then, with the book, a sample of the book's deepest entries solved by
     a search that reads the database (and no book) agrees with the book."""
-    import numpy as np
 
     from engine import book
     from engine.connect4 import Connect4
     from engine.database import DatabaseError, Parts, open_database, shipped_parts
     from engine.errors import PlybotError
-    from engine.solver import Solver, _core
+    from engine.solver import Solver
 
     prog = "plybot book verify"
     directory = shipped_parts(args.plies) if args.database == Path("shipped") else args.database
@@ -260,11 +259,8 @@ def verify_database(args: argparse.Namespace) -> int:
         return fail(prog, f"{directory}: no part of a {args.variant} database there")
     if args.sample < 0:
         return fail(prog, f"'{args.sample}': --sample must be >= 0")
-    raw_keys, _ = _core.layer_plan(width, height, args.plies, 1 << 30)
-    raw_slots, _ = _core.database_slots(width, height, args.plies, raw_keys)
-    known = np.frombuffer(database.values, dtype=np.uint8)[np.frombuffer(raw_slots, np.uint32)]
-    keys_ = np.frombuffer(raw_keys, dtype=np.uint64)[known != 0xFF]
-    print(f"{len(keys_):,} of {len(known):,} positions known", file=sys.stderr)
+    keys_, planned = database.held_keys()
+    print(f"{len(keys_):,} of {planned:,} positions known", file=sys.stderr)
     rng = random.Random(args.seed)
     picked = rng.sample(range(len(keys_)), min(args.sample, len(keys_)))
     bad = 0
@@ -306,16 +302,10 @@ def disagreements(
     against their columns in ``database``: no column known better than the parent's
     score, its best column worth it, and where every column is known, their best equal
     to it. Prints each disagreement and a summary; returns how many disagreed."""
-    import numpy as np
-
     from engine.connect4 import Connect4
-    from engine.solver import _core
 
     w, h, stones = parents.width, parents.height, parents.stones
-    raw_keys, _ = _core.layer_plan(w, h, stones, 1 << 30)
-    raw_slots, _ = _core.database_slots(w, h, stones, raw_keys)
-    known = np.frombuffer(parents.values, dtype=np.uint8)[np.frombuffer(raw_slots, np.uint32)]
-    keys_ = np.frombuffer(raw_keys, dtype=np.uint64)[known != 0xFF]
+    keys_, _ = parents.held_keys()
     wrong = whole = 0
     picked = rng.sample(range(len(keys_)), min(count, len(keys_)))
     for i in picked:

@@ -248,7 +248,7 @@ def open_database(parts: Parts, packed: Path | None = None) -> StoneDatabase | N
     return StoneDatabase(path, parts.width, parts.height, parts.stones)
 
 
-def shipped_parts(stones: int = STONES) -> Path:
+def shipped_parts(stones: int) -> Path:
     """The directory of the shipped 7x6 database of ``stones`` stones (one of
     :data:`SHIPPED_STONES`; its parts may not exist yet)."""
     return Path(__file__).parent / "data" / f"connect4-7x6-stones{stones}"

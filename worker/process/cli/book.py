@@ -244,7 +244,7 @@ def verify_database(args: argparse.Namespace) -> int:
 
     from engine import book
     from engine.connect4 import Connect4
-    from engine.database import DatabaseError, Parts, open_database, shipped_parts
+    from engine.database import SHIPPED_STONES, DatabaseError, Parts, open_database, shipped_parts
     from engine.errors import PlybotError
     from engine.solver import Solver
 
@@ -282,9 +282,8 @@ def verify_database(args: argparse.Namespace) -> int:
                 wrong += 1
                 print(f"{position.notation()}: {score} in the book, {searched} with the database")
         print(f"{len(sample) - wrong}/{len(sample)} book entries agree", file=sys.stderr)
-    shallower = shipped_parts(args.plies - 1)
-    if (width, height) == (7, 6) and shallower.is_dir() and args.plies - 1 > 0:
-        parents = open_database(Parts(shallower, width, height, args.plies - 1))
+    if (width, height) == (7, 6) and args.plies - 1 in SHIPPED_STONES:  # the 12 under the 13
+        parents = open_database(Parts(shipped_parts(args.plies - 1), stones=args.plies - 1))
         if parents is not None:
             wrong += disagreements(parents, database, rng, PARENTS_PER_SAMPLE * args.sample)
     return 1 if bad or wrong else 0
@@ -303,6 +302,7 @@ def disagreements(
     score, its best column worth it, and where every column is known, their best equal
     to it. Prints each disagreement and a summary; returns how many disagreed."""
     from engine.connect4 import Connect4
+    from engine.layer import win_in_one
 
     w, h, stones = parents.width, parents.height, parents.stones
     keys_, _ = parents.held_keys()
@@ -317,8 +317,9 @@ def disagreements(
         for column in position.legal_moves():
             child = position.copy()
             child.push(column)
-            if child.winning_moves():  # not in a database: its player wins at once
-                columns[column] = -child.score_range()[1]
+            instant = win_in_one(child)  # not in a database: its player wins at once
+            if instant is not None:
+                columns[column] = -instant.score
             else:
                 entry = database.lookup(child)
                 columns[column] = None if entry is None else -entry[0]

@@ -283,14 +283,13 @@ class Run:
         and the root's best move where the book or the shared cache proved the root exact
         (its value is the root's score)."""
         p = self.position
-        known = None if self.weak else self.root_known
-        moves: dict[int, int] = {}
-        for column, bounds in enumerate(self.core.children(p.current, p.mask, p.ply)):
-            if bounds is not None and bounds[0] == bounds[1]:
-                value = bounds[0]
-                moves[column] = (value > 0) - (value < 0) if self.weak else value
-            elif known is not None and known[0] == known[1] and column == known[2]:
-                moves[column] = known[0]
+        children = self.core.children(p.current, p.mask, p.ply)
+        moves = {c: b[0] for c, b in enumerate(children) if b and b[0] == b[1]}
+        if self.weak:
+            return {c: (v > 0) - (v < 0) for c, v in moves.items()}
+        known = self.root_known
+        if known is not None and known[0] == known[1] and known[2] >= 0:
+            moves.setdefault(known[2], known[0])
         return moves
 
     def quick_columns(self) -> dict[int, int] | None:

@@ -77,6 +77,8 @@ class Solver:
         self._core = Core(width, height, table_bytes)
         self.width = width
         self.height = height
+        #: ``"WxH"``, as :attr:`Connect4.variant` spells it (compared on every call).
+        self.variant = f"{width}x{height}"
         self.cache = cache
         self.book = book
         if isinstance(book, OpeningBook) and book.variant == self.variant:
@@ -95,10 +97,6 @@ class Solver:
         returns within a few thousand nodes (well under a millisecond), and the solve
         reports the bounds proven so far. The next solve starts with its own deadline."""
         self._core.interrupt()
-
-    @property
-    def variant(self) -> str:
-        return f"{self.width}x{self.height}"
 
     @property
     def table_bytes(self) -> int:

@@ -43,7 +43,8 @@ import mmap
 import os
 import tempfile
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -229,23 +230,50 @@ def open_database(parts: Parts, packed: Path | None = None) -> StoneDatabase | N
 
     ``packed`` defaults to the file beside the parts' directory (or, where that
     is not writable, one in the user's cache directory). ``None`` if there is
-    no part at all. Several processes may call it at once: each packs to a
-    temporary file and renames it, so a reader never sees half a file.
+    no part at all. Several processes may call it at once: one packs (holding
+    the parts directory's lock) while the others wait, and all map its file,
+    one copy in the page cache; it is written to a temporary file and renamed,
+    so a reader never sees half a file.
     """
     if not parts.paths():
         return None
     path = packed or _packed_path(parts)
-    fingerprint = parts.fingerprint()
-    header = _PACKED_MAGIC + b" " + fingerprint.hex().encode()
+    header = _PACKED_MAGIC + b" " + parts.fingerprint().hex().encode()
+    if not _packed_from(path, header):
+        # One process packs, the others wait for it and map its file: each packing its own
+        # and renaming it over the others' left every process of a fresh machine's workers
+        # with a copy of its own (its map of a file since replaced), not one shared copy.
+        with _exclusive(parts.directory):
+            if not _packed_from(path, header):
+                _atomic_write(path, header.ljust(_HEADER, b"\0") + parts.dense().tobytes())
+    return StoneDatabase(path, parts.width, parts.height, parts.stones)
+
+
+def _packed_from(path: Path, header: bytes) -> bool:
+    """Whether the packed file at ``path`` exists and was packed from the parts ``header``
+    names."""
     try:
         with path.open("rb") as f:
-            fresh = f.read(_HEADER).rstrip(b"\0") == header
+            return f.read(_HEADER).rstrip(b"\0") == header
     except OSError:
-        fresh = False
-    if not fresh:
-        dense = parts.dense()
-        _atomic_write(path, header.ljust(_HEADER, b"\0") + dense.tobytes())
-    return StoneDatabase(path, parts.width, parts.height, parts.stones)
+        return False
+
+
+@contextmanager
+def _exclusive(directory: Path) -> Iterator[None]:
+    """Hold ``directory``'s exclusive lock (``flock``; released if the process dies), where
+    the system has one."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock, the processes may pack a copy each
+        yield
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def shipped_parts(stones: int) -> Path:

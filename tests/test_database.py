@@ -376,6 +376,49 @@ def test_packing_again_only_when_the_parts_change(tmp_path: Path) -> None:
     assert len(again) == 2
 
 
+OPEN_AND_SAY_WHAT_IS_MAPPED = """
+import sys
+from pathlib import Path
+from engine.database import Parts, open_database
+print("ready", flush=True)
+sys.stdin.readline()
+database = open_database(Parts(Path(sys.argv[1]), 7, 6, 12))
+maps = Path("/proc/self/maps").read_text().splitlines()
+print(next(line.split()[4] for line in maps if str(database.path) in line), flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_processes_opening_it_at_once_map_one_file(tmp_path: Path) -> None:
+    """Workers starting together on a fresh machine (nothing packed yet) share one copy: one
+    packs, the others wait and map the same file, not each a file of its own."""
+    parts = Parts(tmp_path / "db", 7, 6, 12)  # a 7 MB packed file: packing takes a while
+    parts.write(0, np.array([5, 9], dtype=np.uint32), np.array([3, 4], dtype=np.uint8))
+    opening = [
+        subprocess.Popen(
+            [sys.executable, "-c", OPEN_AND_SAY_WHAT_IS_MAPPED, str(parts.directory)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    try:
+        for process in opening:
+            assert process.stdout is not None
+            assert process.stdout.readline() == "ready\n"
+        for process in opening:  # all at once
+            assert process.stdin is not None
+            process.stdin.write("go\n")
+            process.stdin.flush()
+        mapped = {int(process.stdout.readline()) for process in opening if process.stdout}
+    finally:
+        for process in opening:
+            process.communicate("\n", timeout=60)
+    packed = tmp_path / "db.db"
+    assert mapped == {packed.stat().st_ino}
+
+
 # -- the build by the workers -------------------------------------------------------------
 
 

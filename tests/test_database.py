@@ -135,6 +135,26 @@ def test_a_database_that_cannot_exist_is_refused_by_name(
         _core.database_size(width, height, stones)
 
 
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--plies", "14"], "'14': the shipped databases hold 12 or 13 stones; give --out"),
+        (["--variant", "5x4"], "'5x4': give --out for a book or database of another board"),
+        (["--chunk-size", "0"], "'0': --chunk-size must be positive"),
+    ],
+)
+def test_a_build_that_cannot_start_says_why_in_one_line(argv: list[str], says: str) -> None:
+    done = subprocess.run(
+        [PLYBOT, "book", "build", "--database", *argv, "--redis-url", "redis://127.0.0.1:1/0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert says in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
 def test_a_damaged_part_is_refused_naming_the_file(tmp_path: Path) -> None:
     parts = Parts(tmp_path / "db", 5, 4, 8)
     parts.write(0, np.array([3, 1], dtype=np.uint32), np.array([7, 9], dtype=np.uint8))

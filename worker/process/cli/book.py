@@ -118,9 +118,12 @@ def build(args: argparse.Namespace) -> int:
     size = CHUNK_SIZE if args.chunk_size is None else args.chunk_size
     if size < 1:
         return fail(prog, f"'{size}': --chunk-size must be positive")
-    shipped = (width, height) == (7, 6) and (not args.database or args.plies in SHIPPED_STONES)
-    if args.out is None and not shipped:
+    if args.out is None and (width, height) != (7, 6):
         return fail(prog, f"'{args.variant}': give --out for a book or database of another board")
+    if args.out is None and args.database and args.plies not in SHIPPED_STONES:
+        held = " or ".join(str(n) for n in SHIPPED_STONES)
+        why = f"the shipped databases hold {held} stones; give --out for another"
+        return fail(prog, f"'{args.plies}': {why}")
     out = args.out or (shipped_parts(args.plies) if args.database else book.SHIPPED_PATH)
     layer = args.layer or out.with_name(f"connect4-{args.variant}-ply{args.plies}.layer")
     settings = get_settings()

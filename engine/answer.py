@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 
-@dataclass  # not frozen: a frozen init cost 1.4 us, a tenth of a looked-up analysis
+@dataclass  # not frozen: a frozen init took 1.4 us of the 9 of an analysis read, not searched
 class Analysis:
     """The answer about one position, from the side to move.
 

@@ -209,7 +209,7 @@ class Run:
             lower[column] = upper[column] = moves[column]
             # Each column as its search settles it: a caller shows it at once.
             yield self.columns_progress(lower, upper)
-        yield self.answer(legal, moves)
+        yield self.answer(legal, dict(sorted(moves.items())))
 
     def capped_child(self, column: int) -> Connect4:
         """The position after ``column``, capped in the table by the root's upper bound where
@@ -257,7 +257,7 @@ class Run:
                 yield self.columns_unfinished(legal, lower, upper)
                 return
             todo = [c for c in todo if c not in moves]
-        yield self.answer(legal, moves)
+        yield self.answer(legal, dict(sorted(moves.items())))
 
     def columns_progress(self, lower: dict[int, int], upper: dict[int, int]) -> Progress:
         """The step of an analysis whose columns are proven within ``lower`` and ``upper``."""
@@ -288,8 +288,9 @@ class Run:
         if self.weak:
             return {c: (v > 0) - (v < 0) for c, v in moves.items()}
         known = self.root_known
-        if known is not None and known[0] == known[1] and known[2] >= 0:
-            moves.setdefault(known[2], known[0])
+        if known is not None and known[0] == known[1] and known[2] not in moves and known[2] >= 0:
+            moves[known[2]] = known[0]
+            return dict(sorted(moves.items()))
         return moves
 
     def quick_columns(self) -> dict[int, int] | None:
@@ -309,28 +310,28 @@ class Run:
         return {c: v for c, v in enumerate(columns[0]) if v != FULL}
 
     def answer(self, legal: list[int], moves: dict[int, int]) -> Analysis:
-        """The exact analysis of every column (``moves``: each legal column's value): the
-        best move is the first of ``legal`` (the game's order) that reaches the score."""
+        """The exact analysis of every column (``moves``: each legal column's value, in
+        column order, kept as the answer's): the best move is the first of ``legal`` (the
+        game's order) that reaches the score."""
         p = self.position
         score = max(moves.values())
         best = next(c for c in legal if moves[c] == score)
         nodes = self.nodes  # the solve's; the principal variation's searches come on top
         pv = [best] if self.weak or not self.want_pv else self.principal_variation(p, score, best)
         cache_io.write(self, score, best, moves)
-        ordered = dict(sorted(moves.items()))
         return Analysis(
             best_move=best,
             score=score,
             exact=True,
             pv=pv,
-            moves=ordered,
+            moves=moves,
             depth=self.depth(),
             nodes=nodes,
             time_ms=self.elapsed_ms(),
             cache_hit=False,
             lower=score,
             upper=score,
-            bounds={c: (m, m) for c, m in ordered.items()},
+            bounds={c: (m, m) for c, m in moves.items()},
         )
 
     def progress(

@@ -244,7 +244,7 @@ def test_a_column_past_the_database_is_read_where_a_parent_in_it_plays_that_move
     # A position a ply past the database (9 stones on 5x4) whose parent in it (a stone of the
     # side that moved last taken off) names that stone as its best move scores the parent's
     # score, negated: an analysis at the database's own ply reads such columns instead of
-    # searching them (Core.children), and its scores stay a plain solver's.
+    # searching them (Core.settled), and its scores stay a plain solver's.
     width, height, stones = 5, 4, 8
     with_db, plain = with_and_without_database(tmp_path, width, height, stones)
     core = with_db._core
@@ -253,9 +253,7 @@ def test_a_column_past_the_database_is_read_where_a_parent_in_it_plays_that_move
         with_db.reset()
         plain.reset()
         assert with_db.analyze(q).moves == plain.analyze(q).moves, q.notation()
-        for column, bounds in enumerate(core.children(q.current, q.mask, q.ply)):
-            if bounds is None or bounds[0] != bounds[1]:
-                continue
+        for column, value in core.settled(q.current, q.mask, q.ply).items():
             child = q.copy()
             child.push(column)
             if child.outcome() is not None:
@@ -263,7 +261,7 @@ def test_a_column_past_the_database_is_read_where_a_parent_in_it_plays_that_move
             lo, hi, best = core.init(child.current, child.mask, child.ply)
             if lo == hi and best < 0:  # settled with no move of its own: by a parent
                 read += 1
-                assert -plain.solve(child).score == bounds[0], (q.notation(), column)
+                assert -plain.solve(child).score == value, (q.notation(), column)
     assert read > 0
 
 

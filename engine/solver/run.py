@@ -279,12 +279,11 @@ class Run:
 
     def known_columns(self) -> dict[int, int]:
         """The columns settled before any search, by column (weak: each value's sign): a win
-        now, the book, the database and the table (one compiled call, :meth:`Core.children`),
+        now, the book, the database and the table (one compiled call, :meth:`Core.settled`),
         and the root's best move where the book or the shared cache proved the root exact
         (its value is the root's score)."""
         p = self.position
-        children = self.core.children(p.current, p.mask, p.ply)
-        moves = {c: b[0] for c, b in enumerate(children) if b and b[0] == b[1]}
+        moves = self.core.settled(p.current, p.mask, p.ply)
         if self.weak:
             return {c: (v > 0) - (v < 0) for c, v in moves.items()}
         known = self.root_known

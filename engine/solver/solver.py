@@ -151,9 +151,8 @@ class Solver:
         if not all_moves:
             lo, hi, best = self._core.init(position.current, position.mask, position.ply)
             return lo == hi and best >= 0
-        return _every_column_settled(
-            self._core.children(position.current, position.mask, position.ply)
-        )
+        settled = self._core.settled(position.current, position.mask, position.ply)
+        return len(settled) == len(position.legal_moves())
 
     def lookup(
         self, position: Connect4, *, all_moves: bool, start: float | None = None
@@ -390,8 +389,3 @@ class Solver:
         *_, last = items
         assert isinstance(last, Analysis)
         return last
-
-
-def _every_column_settled(children: list[tuple[int, int] | None]) -> bool:
-    """Whether every playable column of :meth:`Core.children` is exact."""
-    return all(b is None or b[0] == b[1] for b in children)

@@ -144,14 +144,15 @@ static PyObject *Core_step(Core *self, PyObject *args) {
                          (long long)s.nodes);
 }
 
-PyDoc_STRVAR(children_doc,
-             "children(cur, mask, ply) -> [(lo, hi) or None, ...]\n\n"
-             "For each column (None: full), bounds of its value to the side to move, from\n"
-             "the rules, what is known and the table, before any search: init() of the\n"
-             "child, negated (a win now: exact; a child a ply past the known tiers: its\n"
+PyDoc_STRVAR(settled_doc,
+             "settled(cur, mask, ply) -> {column: value, ...}\n\n"
+             "The playable columns whose value to the side to move is exact before any\n"
+             "search, in column order, from the rules, what is known and the table: init()\n"
+             "of the child, negated (a win now; a child a ply past the known tiers: its\n"
              "parents' bound, exact where one plays it as its best: parent_bound, root.h).\n"
+             "Columns left out are full or need a search.\n"
              "Precondition: the position is not finished.");
-static PyObject *Core_children(Core *self, PyObject *args) {
+static PyObject *Core_settled(Core *self, PyObject *args) {
     int ply;
     bitboard cur, mask;
     if (!position_args(args, &cur, &mask, &ply)) return NULL;
@@ -160,26 +161,27 @@ static PyObject *Core_children(Core *self, PyObject *args) {
         return PyErr_Format(PyExc_ValueError, "ply %d: the position is finished", ply);
     const bitboard moves = possible(g, mask);
     const bitboard wins = winning_cells(g, cur, mask) & moves;
-    PyObject *out = PyList_New(g->width);
+    PyObject *out = PyDict_New();
     if (!out) return NULL;
     for (int c = 0; c < g->width; c++) {
         const bitboard move = moves & g->colmask[c];
-        PyObject *item;
-        if (!move) {
-            item = Py_None;
-            Py_INCREF(item);
-        } else if (wins & move) {
-            const int v = score_win_now(g, ply);
-            item = Py_BuildValue("ii", v, v);
+        int value;
+        if (!move) continue;
+        if (wins & move) {
+            value = score_win_now(g, ply);
         } else {
             const Bounds b = root_init(g, &self->t, &self->known, cur ^ mask, mask | move, ply + 1);
-            item = Py_BuildValue("ii", -b.hi, -b.lo);
+            if (b.lo != b.hi) continue;
+            value = -b.lo;
         }
-        if (!item) {
+        PyObject *key = PyLong_FromLong(c), *item = PyLong_FromLong(value);
+        const int failed = !key || !item || PyDict_SetItem(out, key, item) < 0;
+        Py_XDECREF(key);
+        Py_XDECREF(item);
+        if (failed) {
             Py_DECREF(out);
             return NULL;
         }
-        PyList_SET_ITEM(out, c, item);
     }
     return out;
 }
@@ -562,7 +564,7 @@ static PyMethodDef Core_methods[] = {
     {"init", (PyCFunction)Core_init_bounds, METH_VARARGS, init_doc},
     {"step", (PyCFunction)Core_step, METH_VARARGS, step_doc},
     {"known", (PyCFunction)Core_known, METH_VARARGS, known_doc},
-    {"children", (PyCFunction)Core_children, METH_VARARGS, children_doc},
+    {"settled", (PyCFunction)Core_settled, METH_VARARGS, settled_doc},
     {"settle_columns", (PyCFunction)Core_settle_columns, METH_VARARGS, settle_columns_doc},
     {"line", (PyCFunction)Core_line, METH_VARARGS, line_doc},
     {"batch", (PyCFunction)Core_batch, METH_VARARGS, batch_doc},

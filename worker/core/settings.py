@@ -204,9 +204,9 @@ class Settings(BaseSettings):
     )
     solver_database: bool = Field(
         True,
-        description="Read the shipped 12-stone database inside the search (off: the opening "
-        "book alone). For tests and fault drills that need a solve of seconds at ply 10 "
-        "(`engine.bench.slow`), which the database answers in milliseconds once it holds them.",
+        description="Read the shipped 12- and 13-stone databases inside the search (off: the "
+        "opening book alone). For tests and fault drills that need a solve of seconds at ply 10 "
+        "(`engine.bench.slow`), which the databases answer in milliseconds.",
     )
     solver_fresh_table: bool = Field(
         False,
